@@ -1,0 +1,1 @@
+"""Bronze: raw landed records, append-only, each landed line exactly once."""

@@ -1,0 +1,51 @@
+"""``bronze_events``: one row per JSON-object line of the events landing files."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
+from lakehouse_assets.lib.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
+
+EVENT_FIELDS = {
+    "event_id": "string",
+    "event_time": "string",
+    "user_id": "string",
+    "event_type": "string",
+    "product_id": "string",
+    "category": "string",
+    "page": "string",
+    "user_agent": "string",
+    "amount": "double",
+}
+BRONZE_EVENTS_COLUMNS = [*EVENT_FIELDS, RESCUED, "_source_file", "_ingested_at"]
+QUARANTINE_COLUMNS = ["raw_line", "_source_file", "_ingested_at"]
+
+
+def parse_event_lines(lines: DataFrame) -> DataFrame:
+    """Landed lines (``value``, ``_source_file``, ``_ingested_at``) to typed event rows.
+
+    Pure: blank lines are dropped; every other line becomes a row with ``raw_line`` and the
+    ``_is_json_object`` flag that decides between the table and its quarantine.
+    """
+    non_blank = non_blank_lines(lines).withColumnRenamed("value", "raw_line")
+    return parse_json_lines(non_blank, EVENT_FIELDS, column="raw_line")
+
+
+@streaming_table(
+    group="bronze",
+    inputs={"lines": landing("events", glob="*.{json,jsonl,json.gz,jsonl.gz}")},
+    expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
+    quarantine=Quarantine("bronze_events_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
+    columns=BRONZE_EVENTS_COLUMNS,
+    owners=["team:data-platform"],
+    tags={"layer": "bronze"},
+)
+def bronze_events(lines: DataFrame) -> DataFrame:
+    """Raw clickstream events as landed: declared fields typed, everything else in
+    `_rescued_data`, lines that are not JSON objects in `bronze_events_quarantine`.
+    Re-delivered records are kept: bronze is raw."""
+    return parse_event_lines(lines)
+
+
+__all__ = ["bronze_events", "parse_event_lines"]

@@ -1,0 +1,1 @@
+"""Gold: exact business answers, updated incrementally."""

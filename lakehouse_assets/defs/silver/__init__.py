@@ -1,0 +1,1 @@
+"""Silver: clean, typed, deduplicated tables."""

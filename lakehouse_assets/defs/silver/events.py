@@ -1,0 +1,87 @@
+"""``silver_events``: one row per valid ``event_id``, typed and enriched."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse_assets.defs.bronze.events import BRONZE_EVENTS_COLUMNS
+from lakehouse_assets.lib import Quarantine, expect_or_quarantine, merge, static, streaming_table
+
+EVENT_TYPES = ("page_view", "add_to_cart", "purchase")
+# ISO-8601 date and time, optional seconds/fraction, optional zone (Z or an offset; none = UTC).
+ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?([Zz]|[+-]\d{2}(:?\d{2})?)?$"
+SILVER_CUSTOMERS_SCHEMA = (
+    "customer_id string, name string, email string, tier string, country string, "
+    "valid_from timestamp, valid_to timestamp, is_current boolean"
+)
+SILVER_EVENTS_COLUMNS = [
+    "event_id", "event_time", "event_date", "user_id", "event_type", "product_id",
+    "category", "amount", "page", "device_type", "customer_tier",
+]  # fmt: skip
+
+EXPECTATIONS = [
+    expect_or_quarantine("event_id_present", "event_id IS NOT NULL AND trim(event_id) <> ''"),
+    expect_or_quarantine("event_time_valid", "event_ts IS NOT NULL"),
+    expect_or_quarantine("event_type_known", f"event_type IN {EVENT_TYPES}"),
+    expect_or_quarantine(
+        "purchase_amount_valid",
+        "event_type IS DISTINCT FROM 'purchase' OR (amount IS NOT NULL AND amount >= 0 AND NOT isnan(amount))",
+    ),
+]
+
+
+def parse_event_time(raw: Column) -> Column:
+    """An ISO-8601 string to a UTC timestamp; null when it is not one (never an ANSI error)."""
+    normalized = F.regexp_replace(F.regexp_replace(raw, ",", "."), "[Tt]", "T")
+    return F.when(raw.rlike(ISO_TIMESTAMP), F.try_to_timestamp(F.regexp_replace(normalized, "z$", "Z")))
+
+
+def device_type(user_agent: Column) -> Column:
+    return (
+        F.when(user_agent.contains("Mobile"), "mobile")
+        .when(user_agent.contains("Tablet"), "tablet")
+        .otherwise("desktop")
+    )
+
+
+def clean_events(bronze: DataFrame, customers: DataFrame) -> DataFrame:
+    """Typed events with device type and the customer's current tier (pure, stream or batch).
+
+    Keeps ``event_ts`` and the bronze columns the expectations and the quarantine need.
+    """
+    current_tiers = F.broadcast(
+        customers.where("is_current").select(
+            F.col("customer_id").alias("__lh_customer_id"), F.col("tier").alias("customer_tier")
+        )
+    )
+    typed = bronze.withColumn("event_ts", parse_event_time(F.col("event_time")))
+    return (
+        typed.join(current_tiers, typed["user_id"] == current_tiers["__lh_customer_id"], "left")
+        .drop("__lh_customer_id")
+        .withColumn("event_date", F.to_date("event_ts"))
+        .withColumn("device_type", device_type(F.col("user_agent")))
+    )
+
+
+def to_silver_columns(events: DataFrame) -> DataFrame:
+    """The contract's column order and types for rows that passed every expectation."""
+    return events.withColumn("event_time", F.col("event_ts")).select(*SILVER_EVENTS_COLUMNS)
+
+
+@streaming_table(
+    group="silver",
+    inputs={"silver_customers": static("silver_customers", schema_if_missing=SILVER_CUSTOMERS_SCHEMA)},
+    expectations=EXPECTATIONS,
+    quarantine=Quarantine("silver_events_quarantine", columns=BRONZE_EVENTS_COLUMNS),
+    publish=to_silver_columns,
+    sink=merge(keys=["event_id"], when_matched="ignore"),
+    partition_by=["event_date"],
+    owners=["team:data-platform"],
+    tags={"layer": "silver"},
+)
+def silver_events(bronze_events: DataFrame, silver_customers: DataFrame) -> DataFrame:
+    """Clean events: one row per valid `event_id` however late it arrives (insert-only MERGE,
+    no watermark), typed, with `device_type` and the customer's current tier. Rows failing an
+    expectation go to `silver_events_quarantine` with the names they failed."""
+    return clean_events(bronze_events, silver_customers)

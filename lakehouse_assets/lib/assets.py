@@ -1,0 +1,129 @@
+"""Turning declared streaming tables into Dagster assets."""
+
+import inspect
+import warnings
+from collections.abc import Iterator, Sequence
+
+import dagster as dg
+from dagster_pyspark import LazyPySparkResource
+
+from lakehouse_assets.lib.metadata import run_metadata, table_metadata
+from lakehouse_assets.lib.runner import LakehouseError, TableRunner
+from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.table import StreamingTable
+
+KINDS = {"spark", "delta"}
+
+
+class LakehouseResource(dg.ConfigurableResource):
+    """The data root (a path or URI) under which landing files, tables and checkpoints live."""
+
+    root: str
+
+    @property
+    def paths(self) -> LakehousePaths:
+        return LakehousePaths(self.root)
+
+
+class StreamingTableConfig(dg.Config):
+    """Run configuration of a streaming table."""
+
+    full_refresh: bool = False
+    """Reset the table's checkpoint, empty it, and rebuild it from all of its inputs."""
+
+
+def _code_reference(table: StreamingTable) -> dg.CodeReferencesMetadataValue:
+    fn = inspect.unwrap(table.transform)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)  # code references are beta in Dagster 1.13
+        return dg.CodeReferencesMetadataValue(
+            code_references=[
+                dg.LocalFileCodeReference(
+                    file_path=inspect.getsourcefile(fn) or "",
+                    line_number=inspect.getsourcelines(fn)[1],
+                    label=table.name,
+                )
+            ]
+        )
+
+
+def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
+    deps = [dg.AssetKey(t) for t in table.upstream_tables]
+    common = dict(
+        group_name=table.group,
+        deps=deps,
+        kinds=KINDS,
+        owners=table.owners,
+        tags=table.tags,
+        freshness_policy=(
+            dg.FreshnessPolicy.time_window(fail_window=table.freshness) if table.freshness else None
+        ),
+    )
+    specs = [
+        dg.AssetSpec(
+            key=table.name,
+            description=table.description,
+            metadata={
+                "dagster/uri": paths.table(table.name),
+                "dagster/code_references": _code_reference(table),
+                "landing_sources": ", ".join(table.landing_sources) or "-",
+            },
+            **common,
+        )
+    ]
+    if table.quarantine:
+        specs.append(
+            dg.AssetSpec(
+                key=table.quarantine.table,
+                description=f"Rows of {table.name} that failed its expectations, with the names they failed.",
+                metadata={"dagster/uri": paths.table(table.quarantine.table)},
+                **common,
+            )
+        )
+    return specs
+
+
+def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.AssetsDefinition:
+    """One Dagster multi-asset per streaming table: the table and its quarantine table."""
+
+    @dg.multi_asset(
+        name=table.name,
+        specs=_specs(table, paths),
+        pool=f"lakehouse/{table.name}",
+        can_subset=False,
+        description=table.description,
+    )
+    def _materialize(
+        context: dg.AssetExecutionContext,
+        config: StreamingTableConfig,
+        spark: LazyPySparkResource,
+        lakehouse: LakehouseResource,
+    ) -> Iterator[dg.MaterializeResult]:
+        session = spark.spark_session
+        runner = TableRunner(session, lakehouse.paths, context.log.info)
+        try:
+            report = runner.run(table, full_refresh=config.full_refresh)
+        except LakehouseError as error:
+            raise dg.Failure(description=str(error)) from None
+        context.log.info(
+            f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
+            f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
+        )
+        yield dg.MaterializeResult(
+            asset_key=table.name,
+            metadata={**run_metadata(report), **table_metadata(session, lakehouse.paths.table(table.name))},
+        )
+        if table.quarantine:
+            yield dg.MaterializeResult(
+                asset_key=table.quarantine.table,
+                metadata={
+                    "rows_written": report.rows_quarantined,
+                    **table_metadata(session, lakehouse.paths.table(table.quarantine.table)),
+                },
+            )
+
+    return _materialize
+
+
+def build_table_assets(tables: Sequence[StreamingTable], paths: LakehousePaths) -> list[dg.AssetsDefinition]:
+    return [build_table_asset(t, paths) for t in tables]

@@ -1,0 +1,103 @@
+"""Expectations: named SQL conditions evaluated on every row a streaming table produces.
+
+Like Lakeflow's ``@dp.expect`` family, each has an action for the rows that fail it:
+
+- ``warn``: keep the row, count the failure;
+- ``drop``: leave the row out of the table, counted in the run's metadata;
+- ``quarantine``: route the row to the table's quarantine table, with the names it failed;
+- ``fail``: stop the query; the step fails naming the expectation and a failing row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+Action = Literal["warn", "drop", "quarantine", "fail"]
+FAILED_EXPECTATIONS = "failed_expectations"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A named condition every row should meet; a NULL result counts as failing."""
+
+    name: str
+    condition: str
+    action: Action = "quarantine"
+
+    def passes(self) -> Column:
+        return F.coalesce(F.expr(self.condition), F.lit(False))
+
+
+def expect(name: str, condition: str) -> Expectation:
+    """Warn on failing rows (kept and counted)."""
+    return Expectation(name, condition, "warn")
+
+
+def expect_or_drop(name: str, condition: str) -> Expectation:
+    """Drop failing rows from the table (counted)."""
+    return Expectation(name, condition, "drop")
+
+
+def expect_or_quarantine(name: str, condition: str) -> Expectation:
+    """Send failing rows to the table's quarantine table."""
+    return Expectation(name, condition, "quarantine")
+
+
+def expect_or_fail(name: str, condition: str) -> Expectation:
+    """Fail the run when any row fails."""
+    return Expectation(name, condition, "fail")
+
+
+class ExpectationFailed(Exception):
+    """Raised inside a micro-batch when an expectation with action ``fail`` is violated."""
+
+
+_FLAG = "__lh_pass_"
+
+
+def with_expectation_flags(df: DataFrame, expectations: list[Expectation]) -> DataFrame:
+    """Add one boolean pass column per expectation and the array of failed names."""
+    flagged = df.select("*", *[e.passes().alias(_FLAG + e.name) for e in expectations])
+    failed = F.filter(
+        F.array(*[F.when(~F.col(_FLAG + e.name), F.lit(e.name)) for e in expectations]),
+        lambda name: name.isNotNull(),
+    ) if expectations else F.array().cast("array<string>")
+    return flagged.withColumn(FAILED_EXPECTATIONS, failed)
+
+
+def expectation_counts(flagged: DataFrame, expectations: list[Expectation]) -> dict[str, int]:
+    """Rows failing each expectation, plus ``__rows`` (all rows), in one aggregation."""
+    aggs = [F.count(F.lit(1)).alias("__rows")] + [
+        F.sum(F.when(~F.col(_FLAG + e.name), 1).otherwise(0)).alias(e.name) for e in expectations
+    ]
+    row = flagged.agg(*aggs).first()
+    return {k: int(row[k] or 0) for k in row.asDict()}
+
+
+def split_by_expectations(
+    flagged: DataFrame, expectations: list[Expectation]
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Split flagged rows into (kept, quarantined, dropped); helper columns are removed from kept."""
+    def failed_any(action: Action) -> Column:
+        cols = [~F.col(_FLAG + e.name) for e in expectations if e.action == action]
+        result = F.lit(False)
+        for c in cols:
+            result = result | c
+        return result
+
+    quarantined_cond = failed_any("quarantine")
+    dropped_cond = failed_any("drop") & ~quarantined_cond
+    helpers = [_FLAG + e.name for e in expectations]
+    kept = flagged.where(~quarantined_cond & ~failed_any("drop")).drop(*helpers, FAILED_EXPECTATIONS)
+    quarantined = flagged.where(quarantined_cond).drop(*helpers)
+    dropped = flagged.where(dropped_cond).drop(*helpers)
+    return kept, quarantined, dropped
+
+
+def first_failure(flagged: DataFrame, expectation: Expectation) -> str:
+    row = flagged.where(~F.col(_FLAG + expectation.name)).limit(1).collect()
+    return str(row[0].asDict()) if row else ""

@@ -1,0 +1,53 @@
+"""Parsing raw landed lines into typed columns without losing anything.
+
+Like Auto Loader's rescued data column: a value that does not fit its declared type becomes
+null in its column and is kept, with every undeclared field, in ``_rescued_data`` (a JSON object
+as text). Lines that are not JSON objects are flagged for quarantine, never dropped.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+RESCUED = "_rescued_data"
+IS_JSON_OBJECT = "_is_json_object"
+
+
+def non_blank_lines(lines: DataFrame, column: str = "value") -> DataFrame:
+    """Drop blank (empty or whitespace-only) lines: they carry nothing."""
+    return lines.where(F.trim(F.col(column)) != "")
+
+
+def _rescued(fields: dict[str, str], as_map: Column, parsed: Column) -> Column:
+    declared = F.array(*[F.lit(name) for name in fields])
+    typed = [name for name, kind in fields.items() if kind != "string"]
+
+    def keep(key: Column, value: Column) -> Column:
+        condition = ~F.array_contains(declared, key)
+        for name in typed:
+            condition = condition | (
+                (key == F.lit(name)) & parsed[name].isNull() & ~F.call_function("is_variant_null", value)
+            )
+        return condition
+
+    rescued = F.map_filter(as_map, keep)
+    return F.when(F.size(rescued) > 0, F.to_json(rescued))
+
+
+def parse_json_lines(lines: DataFrame, fields: dict[str, str], column: str = "value") -> DataFrame:
+    """Parse one JSON object per line into the declared ``fields`` (name -> Spark SQL type).
+
+    Adds the declared columns, ``_rescued_data`` and ``_is_json_object`` (False for truncated
+    lines, garbage, arrays and scalars); other columns of ``lines`` are kept.
+    """
+    schema = ", ".join(f"`{name}` {kind}" for name, kind in fields.items())
+    as_map = F.from_json(F.col(column), "map<string,variant>")
+    parsed = F.from_json(F.col(column), schema)
+    staged = lines.select("*", as_map.alias("__lh_map"), parsed.alias("__lh_parsed"))
+    return staged.select(
+        *[c for c in lines.columns],
+        *[F.col("__lh_parsed")[name].alias(name) for name in fields],
+        _rescued(fields, F.col("__lh_map"), F.col("__lh_parsed")).alias(RESCUED),
+        F.col("__lh_map").isNotNull().alias(IS_JSON_OBJECT),
+    )

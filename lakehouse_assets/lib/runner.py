@@ -1,0 +1,331 @@
+"""Running one streaming table: checkpoint, ``availableNow`` query, sink, progress, report."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+
+from lakehouse_assets.lib import storage
+from lakehouse_assets.lib.expectations import (
+    FAILED_EXPECTATIONS,
+    ExpectationFailed,
+    expectation_counts,
+    first_failure,
+    split_by_expectations,
+    with_expectation_flags,
+)
+from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.sinks import BatchWrite, RecomputeSink, append_batch
+from lakehouse_assets.lib.table import LandingInput, StreamingTable, TableInput
+
+CDF_COLUMNS = ["_change_type", "_commit_version", "_commit_timestamp"]
+Log = Callable[[str], None]
+
+
+class LakehouseError(Exception):
+    """A failure with a message meant for the user (table name, cause, fix)."""
+
+
+@dataclass
+class RunReport:
+    """What one materialization of a streaming table did."""
+
+    table: str
+    batches: int = 0
+    rows_read: int = 0
+    rows_written: int = 0
+    rows_quarantined: int = 0
+    rows_dropped: int = 0
+    late_rows_dropped: int = 0
+    state_rows: int = 0
+    expectation_failures: dict[str, int] = field(default_factory=dict)
+    expectation_rows: int = 0
+    duration_s: float = 0.0
+    batch_durations_ms: list[int] = field(default_factory=list)
+
+
+def _nullable(schema: StructType) -> StructType:
+    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+
+
+def _short_error(error: BaseException) -> str:
+    """The useful part of a streaming failure: our own message, else Spark's first lines."""
+    text = str(error)
+    for marker in ("ExpectationFailed: ", "LakehouseError: "):
+        if marker in text:
+            return text.split(marker, 1)[1].splitlines()[0]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    causes = [ln for ln in lines if ln.startswith("Caused by:")]
+    head = lines[0] if lines else type(error).__name__
+    head = re.sub(r"^\[?[A-Z_]+\]?\s*Query \S+ \[id = [^\]]+, runId = [^\]]+\] terminated with exception:\s*", "", head)
+    message = head if not causes else f"{head} ({causes[-1].removeprefix('Caused by: ')})"
+    return message[:1500]
+
+
+class TableRunner:
+    """Runs declared streaming tables on one SparkSession under one data root."""
+
+    def __init__(self, spark: SparkSession, paths: LakehousePaths, log: Log | None = None):
+        self.spark = spark
+        self.paths = paths
+        self.log: Log = log or (lambda message: None)
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def _read_landing(self, source: LandingInput, table: StreamingTable) -> DataFrame:
+        path = self.paths.landing(source.source)
+        if not storage.exists(self.spark, path):
+            self.spark._jvm.org.apache.hadoop.fs.FileSystem.get(  # noqa: SLF001
+                self.spark._jvm.java.net.URI(path), self.spark._jsc.hadoopConfiguration()  # noqa: SLF001
+            ).mkdirs(self.spark._jvm.org.apache.hadoop.fs.Path(path))  # noqa: SLF001
+        reader = self.spark.readStream.format(source.format).option("pathGlobFilter", source.glob)
+        if source.schema:
+            reader = reader.schema(source.schema)
+        df = reader.options(**source.options).load(path)
+        return df.select(
+            "*",
+            F.col("_metadata.file_path").alias("_source_file"),
+            F.current_timestamp().alias("_ingested_at"),
+        )
+
+    def _require_table(self, name: str, reader: str) -> str:
+        path = self.paths.table(name)
+        if not DeltaTable.isDeltaTable(self.spark, path):
+            raise LakehouseError(
+                f"{reader} reads {name}, which does not exist yet at {path}: "
+                f"materialize {name} first (for example --select '+{reader}')."
+            )
+        return path
+
+    def _read_table(self, source: TableInput, table: StreamingTable) -> DataFrame:
+        if source.mode == "static":
+            path = self.paths.table(source.table)
+            if source.schema_if_missing and not DeltaTable.isDeltaTable(self.spark, path):
+                return self.spark.createDataFrame([], source.schema_if_missing)
+            return self.spark.read.format("delta").load(self._require_table(source.table, table.name))
+        path = self._require_table(source.table, table.name)
+        reader = self.spark.readStream.format("delta").options(**source.options)
+        if source.mode == "change_feed":
+            reader = reader.option("readChangeFeed", "true")
+        df = reader.load(path)
+        if source.watermark:
+            df = df.withWatermark(*source.watermark)
+        return df
+
+    def read_inputs(self, table: StreamingTable) -> dict[str, DataFrame]:
+        return {
+            param: self._read_landing(i, table) if isinstance(i, LandingInput) else self._read_table(i, table)
+            for param, i in table.inputs.items()
+        }
+
+    # -- tables and checkpoints -------------------------------------------------------------
+
+    def _app_id(self, table: StreamingTable) -> str:
+        """Identity of the table's checkpoint: new after a full refresh, stable across restarts,
+        so Delta's txnVersion dedup never skips a batch of a rebuilt table."""
+        path = f"{self.paths.checkpoint(table.name)}/app_id"
+        app_id = storage.read_text(self.spark, path)
+        if not app_id:
+            app_id = f"{table.name}-{uuid.uuid4()}"
+            storage.write_text(self.spark, path, app_id)
+        return app_id.strip()
+
+    def ensure_table(self, name: str, schema: StructType, table: StreamingTable, main: bool) -> None:
+        path = self.paths.table(name)
+        if DeltaTable.isDeltaTable(self.spark, path):
+            return
+        builder = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(_nullable(schema))
+        if main and table.partition_by:
+            builder = builder.partitionedBy(*table.partition_by)
+        properties = {"delta.enableChangeDataFeed": "true"}
+        properties.update(table.table_properties if main else {})
+        for key, value in properties.items():
+            builder = builder.property(key, value)
+        builder.execute()
+
+    def full_refresh(self, table: StreamingTable) -> None:
+        """Forget the checkpoint and empty the outputs; keeping the tables' identity lets
+        downstream change-feed readers see the rebuild as deletes and inserts."""
+        self.log(f"{table.name}: full refresh: resetting checkpoint and emptying {table.outputs}")
+        storage.delete(self.spark, self.paths.checkpoint(table.name))
+        for name in table.outputs:
+            path = self.paths.table(name)
+            if DeltaTable.isDeltaTable(self.spark, path):
+                DeltaTable.forPath(self.spark, path).delete()
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def run(self, table: StreamingTable, full_refresh: bool = False) -> RunReport:
+        lock = None
+        if self.paths.is_local:
+            lock = self.paths.local_path(self.paths.checkpoint(".locks")) / f"{table.name}.lock"
+
+        def waiting(seconds: float | None = None) -> None:
+            if seconds is None:
+                self.log(f"{table.name}: another run is writing this table; waiting for it")
+            else:
+                self.log(f"{table.name}: waited {seconds:.1f}s for the other writer")
+
+        with storage.exclusive_lock(lock, waiting):
+            if full_refresh:
+                self.full_refresh(table)
+            return self._run(table)
+
+    def _run(self, table: StreamingTable) -> RunReport:
+        started = time.monotonic()
+        report = RunReport(table.name)
+        inputs = self.read_inputs(table)
+        sink = table.sink
+        if isinstance(sink, RecomputeSink):
+            (param, stream_df), = inputs.items()
+            source = table.inputs[param]
+            stream_df = stream_df.drop(*[c for c in CDF_COLUMNS if c in stream_df.columns])
+            empty = self.spark.createDataFrame([], stream_df.schema)
+            output_schema = sink.output(table.transform(empty)).schema
+            handler = self._recompute_handler(table, sink, param, source, report)
+        else:
+            stream_df = table.transform(**inputs)
+            columns = table.columns or [c for c in stream_df.columns if not c.startswith("__lh_")]
+            publish = table.publish or (lambda df: df.select(*columns))
+            output_schema = publish(stream_df).schema
+            if table.quarantine:
+                q_schema = stream_df.select(*self._quarantine_columns(table, stream_df)).schema
+                if table.quarantine.with_failures:
+                    q_schema = q_schema.add(FAILED_EXPECTATIONS, ArrayType(StringType()))
+                self.ensure_table(table.quarantine.table, q_schema, table, main=False)
+            handler = self._batch_handler(table, publish, report)
+        self.ensure_table(table.name, output_schema, table, main=True)
+
+        query = (
+            stream_df.writeStream.queryName(table.name)
+            .foreachBatch(handler)
+            .outputMode(table.output_mode)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", f"{self.paths.checkpoint(table.name)}/query")
+            .start()
+        )
+        self._await(query, table, report)
+        report.duration_s = round(time.monotonic() - started, 3)
+        return report
+
+    def _await(self, query: Any, table: StreamingTable, report: RunReport) -> None:
+        seen = -1
+
+        def log_progress() -> None:
+            nonlocal seen
+            for progress in query.recentProgress:
+                batch_id = progress.batchId
+                if batch_id <= seen:
+                    continue
+                seen = batch_id
+                rows = progress.numInputRows
+                if rows == 0 and batch_id > 0 and not progress.stateOperators:
+                    continue
+                duration = int(progress.durationMs.get("triggerExecution", 0))
+                report.batch_durations_ms.append(duration)
+                for op in progress.stateOperators or []:
+                    report.late_rows_dropped += int(op.numRowsDroppedByWatermark or 0)
+                    report.state_rows = int(op.numRowsTotal or 0)
+                self.log(
+                    f"{table.name}: batch {batch_id}: {rows} rows in {duration} ms "
+                    f"({progress.processedRowsPerSecond or 0:.0f} rows/s)"
+                )
+
+        try:
+            while not query.awaitTermination(1):
+                log_progress()
+        except StreamingQueryException as error:
+            raise LakehouseError(f"{table.name}: {_short_error(error)}") from None
+        finally:
+            log_progress()
+
+    # -- micro-batch handlers ---------------------------------------------------------------
+
+    def _write(self, spark: SparkSession, name: str, app_id: str, batch_id: int) -> BatchWrite:
+        return BatchWrite(spark, self.paths.table(name), app_id, batch_id)
+
+    @staticmethod
+    def _quarantine_columns(table: StreamingTable, df: DataFrame) -> list[str]:
+        q = table.quarantine
+        assert q is not None
+        return q.columns or table.columns or [c for c in df.columns if not c.startswith("__lh_")]
+
+    def _batch_handler(
+        self, table: StreamingTable, publish: Callable[[DataFrame], DataFrame], report: RunReport
+    ) -> Callable:
+        app_id = self._app_id(table)
+        expectations = table.expectations
+
+        def handle(batch: DataFrame, batch_id: int) -> None:
+            spark = batch.sparkSession
+            flagged = with_expectation_flags(batch, expectations).persist()
+            try:
+                counts = expectation_counts(flagged, expectations)
+                rows = counts.pop("__rows")
+                if rows == 0:
+                    return
+                for e in expectations:
+                    if e.action == "fail" and counts[e.name]:
+                        raise ExpectationFailed(
+                            f"{table.name}: expectation {e.name} ({e.condition}) failed on "
+                            f"{counts[e.name]} rows, e.g. {first_failure(flagged, e)}"
+                        )
+                kept, quarantined, dropped = split_by_expectations(flagged, expectations)
+                written = table.sink.write(publish(kept), self._write(spark, table.name, app_id, batch_id))
+                n_quarantined = 0
+                if table.quarantine:
+                    q = table.quarantine
+                    q_columns = self._quarantine_columns(table, batch)
+                    q_rows = quarantined.select(*q_columns, *([FAILED_EXPECTATIONS] if q.with_failures else []))
+                    n_quarantined = q_rows.count()
+                    if n_quarantined:
+                        append_batch(q_rows, self._write(spark, q.table, f"{app_id}:quarantine", batch_id))
+                report.batches += 1
+                report.rows_read += rows
+                report.rows_written += written
+                report.rows_quarantined += n_quarantined
+                report.rows_dropped += dropped.count() if any(e.action == "drop" for e in expectations) else 0
+                report.expectation_rows += rows
+                for name, failed in counts.items():
+                    report.expectation_failures[name] = report.expectation_failures.get(name, 0) + failed
+            finally:
+                flagged.unpersist()
+
+        return handle
+
+    def _recompute_handler(
+        self, table: StreamingTable, sink: RecomputeSink, param: str, source: Any, report: RunReport
+    ) -> Callable:
+        app_id = self._app_id(table)
+        input_path = self.paths.table(source.table)
+
+        def handle(batch: DataFrame, batch_id: int) -> None:
+            spark = batch.sparkSession
+            changes = batch.drop(*[c for c in CDF_COLUMNS if c in batch.columns]).persist()
+            try:
+                rows = changes.count()
+                if rows == 0:
+                    return
+                written = sink.write_recomputed(
+                    changes,
+                    lambda: spark.read.format("delta").load(input_path),
+                    lambda df: table.transform(**{param: df}),
+                    self._write(spark, table.name, app_id, batch_id),
+                )
+                report.batches += 1
+                report.rows_read += rows
+                report.rows_written += written
+            finally:
+                changes.unpersist()
+
+        return handle

@@ -1,0 +1,64 @@
+"""The Spark session: local by default, configured for Delta and a small machine.
+
+One session per process (``getOrCreate``); Dagster runs every step of a run in one process
+(the in-process executor), so a run starts one JVM whatever it materializes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dagster_pyspark import LazyPySparkResource
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.lib.jars import cached_jars
+from lakehouse_assets.lib.settings import REPO_ROOT
+
+
+def spark_conf(master: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores.
+
+    ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width.
+    """
+    master = master or os.environ.get("SPARK_MASTER", "local[*]")
+    conf: dict[str, Any] = {
+        "spark.master": master,
+        "spark.app.name": "lakehouse_assets",
+        "spark.jars": ",".join(cached_jars()),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "4"),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.streaming.stateStore.providerClass": (
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+        ),
+        # Duplicate JSON keys keep the last value (as from_json does) instead of failing the query.
+        "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
+        "spark.sql.warehouse.dir": str(REPO_ROOT / ".cache" / "spark-warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}",
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
+        "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
+    }
+    conf.update(extra or {})
+    return conf
+
+
+def get_spark(extra: dict[str, Any] | None = None) -> SparkSession:
+    """The process's SparkSession, created with :func:`spark_conf` on first use."""
+    builder = SparkSession.builder
+    for key, value in spark_conf(extra=extra).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def spark_resource() -> LazyPySparkResource:
+    """dagster-pyspark's lazy resource: the JVM starts only when a step first needs Spark."""
+    return LazyPySparkResource(spark_config=spark_conf())
