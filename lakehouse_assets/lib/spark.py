@@ -31,8 +31,8 @@ def spark_conf(master: str | None = None, extra: dict[str, Any] | None = None) -
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "4"),
-        "spark.default.parallelism": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "4"),
+        "spark.sql.shuffle.partitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"),
+        "spark.default.parallelism": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"),
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.streaming.stateStore.providerClass": (
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -42,6 +42,8 @@ def spark_conf(master: str | None = None, extra: dict[str, Any] | None = None) -
         "spark.sql.warehouse.dir": str(REPO_ROOT / ".cache" / "spark-warehouse"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Delta rebuilds table state with 50 partitions by default: far too many tasks locally.
+        "spark.databricks.delta.snapshotPartitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"),
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
     }
