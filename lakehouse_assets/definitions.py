@@ -7,6 +7,7 @@ import dagster as dg
 from lakehouse_assets.defs import TABLES
 from lakehouse_assets.lib import LakehousePaths, LakehouseResource, build_table_assets
 from lakehouse_assets.lib.spark import spark_resource
+from lakehouse_assets.orchestration import JOBS, SCHEDULES, SENSORS
 
 
 def build_definitions(paths: LakehousePaths | None = None) -> dg.Definitions:
@@ -14,6 +15,9 @@ def build_definitions(paths: LakehousePaths | None = None) -> dg.Definitions:
     paths = paths or LakehousePaths.from_env()
     return dg.Definitions(
         assets=build_table_assets(TABLES, paths),
+        jobs=JOBS,
+        sensors=SENSORS,
+        schedules=SCHEDULES,
         resources={
             "spark": spark_resource(),
             "lakehouse": LakehouseResource(root=paths.root),

@@ -1,0 +1,59 @@
+# lakehouse_assets: every target sets itself up first and is safe to run again.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JARS := .cache/spark-jars/MANIFEST
+export LAKEHOUSE_ROOT ?= $(CURDIR)/data
+# The repository's dagster.yaml is the instance config unless DAGSTER_HOME says otherwise.
+export DAGSTER_HOME ?= $(CURDIR)
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test dev land materialize clean-data help
+
+help:
+	@echo "make demo   - land a sample batch, materialize every asset, print a summary"
+	@echo "make test   - run the test suite"
+	@echo "make dev    - start the Dagster UI and daemon on http://127.0.0.1:3000"
+	@echo "make land   - drop a new generated batch into the landing zone"
+	@echo "make setup  - create .venv and cache Delta's jars (done by every target)"
+
+setup: $(STAMP) $(JARS)
+
+$(STAMP): pyproject.toml
+	@command -v java >/dev/null 2>&1 && java -version >/dev/null 2>&1 || { \
+	  echo "Setup stopped: Java is missing. Install a JDK 17 or newer (for example: apt-get install openjdk-17-jdk-headless) and run make again." >&2; exit 1; }
+	@command -v $(PYTHON) >/dev/null 2>&1 || { \
+	  echo "Setup stopped: $(PYTHON) is missing. Install Python 3.11 or run make PYTHON=/path/to/python3.11." >&2; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e '.[test]' || { \
+	  echo "Setup stopped: pip could not install the Python packages (see above); check the network or proxy and run make again." >&2; exit 1; }
+	@grep -q DAGSTER_HOME $(BIN)/activate || \
+	  echo 'export DAGSTER_HOME="$${DAGSTER_HOME:-$(CURDIR)}"' >> $(BIN)/activate
+	@touch $(STAMP)
+
+$(JARS): $(STAMP) lakehouse_assets/lib/jars.py
+	@$(BIN)/python -m lakehouse_assets.lib.jars
+
+demo: setup
+	@$(BIN)/python -m lakehouse_assets.generate
+	@$(BIN)/dagster asset materialize -m lakehouse_assets --select '*' > .cache/demo-run.log 2>&1 || { \
+	  tail -40 .cache/demo-run.log; echo "materialization failed; full log: .cache/demo-run.log" >&2; exit 1; }
+	@$(BIN)/python -m lakehouse_assets.summary
+
+materialize: setup
+	$(BIN)/dagster asset materialize -m lakehouse_assets --select '*'
+
+land: setup
+	@$(BIN)/python -m lakehouse_assets.generate
+
+dev: setup
+	$(BIN)/dagster dev -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
+
+test: setup
+	@$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean-data:
+	rm -rf data/landing data/tables data/checkpoints data/dagster

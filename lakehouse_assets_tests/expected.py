@@ -1,0 +1,112 @@
+"""Answers computed from the landed files in plain Python, independently of Spark and the
+pipeline's code, to compare the tables against."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+EVENT_TYPES = {"page_view", "add_to_cart", "purchase"}
+STRING_FIELDS = ["event_id", "event_time", "user_id", "event_type", "product_id", "category", "page", "user_agent"]
+
+
+def landed_files(root: Path, source: str) -> list[Path]:
+    folder = root / "landing" / source
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(("_", ".")))
+
+
+def file_lines(path: Path) -> list[str]:
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        data = gzip.decompress(data)
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or "T" not in value and " " not in value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).replace(tzinfo=None)
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class ExpectedEvents:
+    """Bronze, quarantine, silver and gold answers for the events landed under ``root``."""
+
+    def __init__(self, root: Path):
+        self.bronze: list[dict] = []
+        self.bad_lines: list[tuple[str, str]] = []
+        self.lines_per_file: dict[str, int] = {}
+        for path in landed_files(root, "events"):
+            non_blank = [ln for ln in file_lines(path) if ln.strip()]
+            self.lines_per_file[path.name] = len(non_blank)
+            for line in non_blank:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    record = None
+                if isinstance(record, dict):
+                    self.bronze.append(record | {"_file": path.name})
+                else:
+                    self.bad_lines.append((line, path.name))
+
+    @staticmethod
+    def failures(record: dict) -> list[str]:
+        failed = []
+        event_id = record.get("event_id")
+        if not isinstance(event_id, str) or not event_id.strip():
+            failed.append("event_id_present")
+        if parse_time(record.get("event_time")) is None:
+            failed.append("event_time_valid")
+        if record.get("event_type") not in EVENT_TYPES:
+            failed.append("event_type_known")
+        amount = record.get("amount")
+        if record.get("event_type") == "purchase" and not (is_number(amount) and amount >= 0):
+            failed.append("purchase_amount_valid")
+        return failed
+
+    @property
+    def quarantined(self) -> list[dict]:
+        return [r for r in self.bronze if self.failures(r)]
+
+    @property
+    def silver(self) -> dict[str, dict]:
+        """One row per valid event_id (re-deliveries carry the same content)."""
+        rows: dict[str, dict] = {}
+        for r in self.bronze:
+            if not self.failures(r):
+                rows.setdefault(r["event_id"], r)
+        return rows
+
+    def hourly_revenue(self) -> dict[tuple[datetime, str], tuple[float, int, int]]:
+        revenue: dict[tuple[datetime, str], float] = defaultdict(float)
+        orders: dict[tuple[datetime, str], int] = defaultdict(int)
+        buyers: dict[tuple[datetime, str], set] = defaultdict(set)
+        for r in self.silver.values():
+            if r["event_type"] != "purchase":
+                continue
+            ts = parse_time(r["event_time"])
+            key = (ts.replace(minute=0, second=0, microsecond=0), r.get("category") or "unknown")
+            revenue[key] += float(r["amount"])
+            orders[key] += 1
+            buyers[key].add(r.get("user_id"))
+        return {k: (revenue[k], orders[k], len(buyers[k])) for k in revenue}
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+
+
+HOUR = timedelta(hours=1)
