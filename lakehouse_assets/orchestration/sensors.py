@@ -1,0 +1,151 @@
+"""One sensor per landing source: new complete files -> one run of the source's ingest job.
+
+A tick:
+
+1. lists the complete files of ``landing/<source>/`` that the bronze tables read (names
+   starting with ``_`` or ``.`` are in progress and ignored) and compares them with the cursor
+   (see :mod:`lakehouse_assets.orchestration.landing`: arrival = rename time, not mtime);
+2. skips, saying why, when nothing is new, when the newest file arrived less than
+   ``settle`` seconds ago (a burst still landing), or when a run of the source's job is queued
+   or going: that run, or the next one, drains every new file (``availableNow``), so a burst
+   of files gives one run, not one per file;
+3. otherwise requests one run with a ``run_key`` naming the new files and moves the cursor.
+
+Files that land while a run is going are not in the cursor yet, so the first tick after the
+run ends requests the next run. The cursor only moves together with a run request (or when
+nothing is new), so no file is ever skipped, and the run key keeps a retried tick from
+launching a file twice.
+"""
+
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from lakehouse_assets.lib.assets import LakehouseResource
+from lakehouse_assets.lib.table import StreamingTable
+from lakehouse_assets.orchestration.jobs import SOURCE_TAG, landing_globs
+from lakehouse_assets.orchestration.landing import LandingCursor, evaluate, scan
+
+if TYPE_CHECKING:  # the job type is not exported by name from dagster
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
+@dataclass(frozen=True)
+class SensorSettings:
+    """Sensor timing, from the environment of the code location (read at load time)."""
+
+    interval_s: int = 5
+    settle_s: float = 2.0
+    max_settle_s: float = 60.0
+    grace_s: float = 600.0
+
+    @classmethod
+    def from_env(cls) -> "SensorSettings":
+        return cls(
+            interval_s=int(_env_float("LAKEHOUSE_SENSOR_INTERVAL_SECONDS", cls.interval_s)),
+            settle_s=_env_float("LAKEHOUSE_SENSOR_SETTLE_SECONDS", cls.settle_s),
+            max_settle_s=_env_float("LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS", cls.max_settle_s),
+            grace_s=_env_float("LAKEHOUSE_SENSOR_GRACE_SECONDS", cls.grace_s),
+        )
+
+
+def sensor_name(source: str) -> str:
+    return f"landing_{source}_sensor"
+
+
+def _in_flight_run(instance: dg.DagsterInstance, source: str) -> dg.DagsterRun | None:
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={SOURCE_TAG: source}, statuses=IN_FLIGHT), limit=1)
+    return runs[0] if runs else None
+
+
+def build_landing_sensor(
+    source: str,
+    tables: Sequence[StreamingTable],
+    job: "UnresolvedAssetJobDefinition",
+    settings: SensorSettings | None = None,
+    clock=time.time,
+) -> dg.SensorDefinition:
+    settings = settings or SensorSettings.from_env()
+    globs = landing_globs(tables, source)
+    grace_ns = int(settings.grace_s * 1e9)
+
+    @dg.sensor(
+        name=sensor_name(source),
+        job=job,
+        minimum_interval_seconds=settings.interval_s,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            f"Watches landing/{source}/ (files matching {', '.join(globs)}; names starting with "
+            f"'_' or '.' are in progress) and runs {job.name} when complete files arrive. "
+            f"Waits while a run for {source} is queued or going; a burst gives one run."
+        ),
+    )
+    def _sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
+        paths = lakehouse.paths
+        if not paths.is_local:
+            return dg.SkipReason(
+                f"landing sensors list local folders only; {paths.landing(source)} is not local. "
+                f"Schedule refresh_all (or {job.name}) instead."
+            )
+        folder = paths.local_path(paths.landing(source))
+        listing = scan(folder, globs)
+        cursor = LandingCursor.load(context.cursor)
+        result = evaluate(listing.files, cursor, grace_ns)
+        ignored = f"{listing.in_progress} in-progress name(s) ignored" if listing.in_progress else ""
+        if not result.has_work:
+            if result.next_cursor != cursor:
+                context.update_cursor(result.next_cursor.dump())
+            details = ", ".join(x for x in [f"{len(listing.files)} complete file(s) already seen", ignored] if x)
+            return dg.SkipReason(f"No new files in {folder} ({details}).")
+
+        what = f"{len(result.new)} new file(s)" + (
+            f" and {result.unidentified} arriving before the cursor window" if result.unidentified else ""
+        )
+        run = _in_flight_run(context.instance, source)
+        if run is not None:
+            return dg.SkipReason(
+                f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status.value}. "
+                "It or the next run drains every new file, so the sensor waits for it to finish."
+            )
+        if result.new:
+            newest_s = result.new[-1].arrived_ns / 1e9
+            oldest_s = result.new[0].arrived_ns / 1e9
+            now = clock()
+            if now - newest_s < settings.settle_s and now - oldest_s < settings.max_settle_s:
+                return dg.SkipReason(
+                    f"{what} waiting {settings.settle_s:g}s for the landing folder to settle "
+                    f"(newest arrived {max(0.0, now - newest_s):.1f}s ago), so a burst gives one run."
+                )
+
+        context.update_cursor(result.next_cursor.dump())
+        names = [f.name for f in result.new]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        context.log.info(f"{source}: requesting {job.name} for {what}: {shown}")
+        return dg.RunRequest(
+            run_key=result.run_key(source),
+            tags={
+                SOURCE_TAG: source,
+                "lakehouse/new_files": str(len(names)),
+                "lakehouse/first_new_file": names[0] if names else "",
+            },
+        )
+
+    return _sensor
