@@ -10,13 +10,14 @@ export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 export DAGSTER_HOME ?= $(CURDIR)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test dev land materialize clean-data help
+.PHONY: setup demo test dev land latency materialize clean-data help
 
 help:
 	@echo "make demo   - land a sample batch, materialize every asset, print a summary"
 	@echo "make test   - run the test suite"
 	@echo "make dev    - start the Dagster UI and daemon on http://127.0.0.1:3000"
 	@echo "make land   - drop a new generated batch into the landing zone"
+	@echo "make latency - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
 	@echo "make setup  - create .venv and cache Delta's jars (done by every target)"
 
 setup: $(STAMP) $(JARS)
@@ -49,8 +50,14 @@ materialize: setup
 land: setup
 	@$(BIN)/python -m lakehouse_assets.generate
 
+# Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
+# logs and cursors are kept in data/dagster (see dagster.yaml) and survive a restart.
 dev: setup
-	$(BIN)/dagster dev -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/dagster dev -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
+
+# Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
+latency: setup
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python scripts/measure_latency.py $(LATENCY_ARGS)
 
 test: setup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)

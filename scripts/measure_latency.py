@@ -1,0 +1,153 @@
+"""Landing-to-gold latency: drop events files one at a time and time each until gold changes.
+
+    make latency                      # uses `make dev` on 127.0.0.1:3000 if it is up, else starts it
+    .venv/bin/python scripts/measure_latency.py --drops 10 --isolated
+
+For each drop it waits until no run is queued or going, lands one generated events file (written
+under a ``_`` name, then renamed: the contract's protocol), and waits for a new Delta version of
+``gold_hourly_revenue``. The latency of a drop is the new version's commit time minus the file's
+arrival (its rename). Nothing is launched by hand: the landing sensor does everything. Prints
+every drop, then p50 and p95.
+
+* ``--url``: a running ``dagster dev`` (default ``http://127.0.0.1:$DAGSTER_PORT``, port 3000).
+  Its data root must be this script's (``$LAKEHOUSE_ROOT``, default ``data/``).
+* If nothing answers there, the script starts ``dagster dev`` itself on a free port, with the
+  repository's instance (or, with ``--isolated``, a temporary instance and data root, so it
+  disturbs nothing), and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
+from lakehouse_assets.lib.settings import LakehousePaths  # noqa: E402
+from lakehouse_assets.orchestration.devserver import DagsterDev, delta_versions  # noqa: E402
+
+GOLD = "gold_hourly_revenue"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    pos = (len(ordered) - 1) * q
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+class Remote:
+    """A dagster dev someone else started (``make dev``): only its GraphQL is used."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+
+    graphql = DagsterDev.graphql
+    runs = DagsterDev.runs
+    wait_idle = DagsterDev.wait_idle
+
+
+def reachable(url: str) -> bool:
+    try:
+        return requests.get(f"{url}/server_info", timeout=3).ok
+    except requests.RequestException:
+        return False
+
+
+def drop_file(paths: LakehousePaths, seed: int, rows: int) -> tuple[Path, float]:
+    (landed,) = generate(paths, GeneratorOptions(files=1, rows=rows, late=0.0, gzip=0.0, seed=seed), ["events"])
+    return landed, landed.stat().st_ctime  # arrival = the rename into place
+
+
+def wait_for_gold(paths: LakehousePaths, after_version: int, timeout: float) -> tuple[int, float]:
+    table = paths.local_path(paths.table(GOLD))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        newer = [v for v in delta_versions(table) if v[0] > after_version]
+        if newer:
+            return newer[0]
+        time.sleep(0.2)
+    raise TimeoutError(f"{GOLD} got no new version within {timeout}s")
+
+
+def current_version(paths: LakehousePaths) -> int:
+    versions = delta_versions(paths.local_path(paths.table(GOLD)))
+    return versions[-1][0] if versions else -1
+
+
+def measure(server, paths: LakehousePaths, drops: int, rows: int, timeout: float) -> list[float]:
+    if current_version(paths) < 0:
+        print("warm-up: landing a first file so every table exists (not measured) ...", flush=True)
+        server.wait_idle(timeout, quiet=2)
+        _, arrived = drop_file(paths, seed=int(time.time()), rows=rows)
+        wait_for_gold(paths, -1, timeout)
+    latencies = []
+    for i in range(drops):
+        server.wait_idle(timeout, quiet=2)
+        before = current_version(paths)
+        landed, arrived = drop_file(paths, seed=int(time.time() * 1000) % 2**31 + i, rows=rows)
+        version, committed = wait_for_gold(paths, before, timeout)
+        latency = committed - arrived
+        latencies.append(latency)
+        print(f"drop {i + 1:2d}/{drops}: {landed.name} -> {GOLD} v{version} after {latency:6.1f}s", flush=True)
+    return latencies
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--drops", type=int, default=10)
+    parser.add_argument("--rows", type=int, default=200, help="events per dropped file")
+    parser.add_argument("--url", default=f"http://127.0.0.1:{os.environ.get('DAGSTER_PORT', '3000')}")
+    parser.add_argument("--isolated", action="store_true", help="own temporary instance and data root")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for one drop")
+    args = parser.parse_args(argv)
+    if args.drops < 1:
+        parser.error("--drops must be at least 1")
+
+    tmp = None
+    if not args.isolated and reachable(args.url):
+        paths = LakehousePaths.from_env()
+        print(f"using the running dagster dev at {args.url}, data root {paths.root}", flush=True)
+        server, started = Remote(args.url), None
+    else:
+        if args.isolated:
+            tmp = tempfile.TemporaryDirectory(prefix="lakehouse-latency-")
+            paths = LakehousePaths(f"{tmp.name}/data")
+            started = DagsterDev(root=paths.root, isolated=True)
+        else:
+            paths = LakehousePaths.from_env()
+            started = DagsterDev(root=paths.root)
+        print(f"starting dagster dev on {started.url} (data root {paths.root}) ...", flush=True)
+        started.start()
+        server = started
+    try:
+        latencies = measure(server, paths, args.drops, args.rows, args.timeout)
+    finally:
+        if started:
+            started.stop()
+        if tmp:
+            tmp.cleanup()
+    p50, p95 = percentile(latencies, 0.50), percentile(latencies, 0.95)
+    print(
+        f"\nlanding -> {GOLD} latency over {len(latencies)} drops: "
+        f"p50 {p50:.1f}s, p95 {p95:.1f}s (min {min(latencies):.1f}s, max {max(latencies):.1f}s, "
+        f"mean {statistics.fmean(latencies):.1f}s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
