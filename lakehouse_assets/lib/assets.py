@@ -90,7 +90,8 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
         name=table.name,
         specs=_specs(table, paths),
         pool=f"lakehouse/{table.name}",
-        can_subset=False,
+        # Selecting either the table or its quarantine runs the one query that writes both.
+        can_subset=True,
         description=table.description,
     )
     def _materialize(
@@ -109,11 +110,13 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
             f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
             f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
         )
-        yield dg.MaterializeResult(
-            asset_key=table.name,
-            metadata={**run_metadata(report), **table_metadata(session, lakehouse.paths.table(table.name))},
-        )
-        if table.quarantine:
+        selected = {key.to_user_string() for key in context.selected_asset_keys}
+        if table.name in selected:
+            yield dg.MaterializeResult(
+                asset_key=table.name,
+                metadata={**run_metadata(report), **table_metadata(session, lakehouse.paths.table(table.name))},
+            )
+        if table.quarantine and table.quarantine.table in selected:
             yield dg.MaterializeResult(
                 asset_key=table.quarantine.table,
                 metadata={

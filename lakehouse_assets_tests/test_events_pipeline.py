@@ -1,0 +1,182 @@
+"""The events pipeline materialized for real (Spark, Delta, Dagster) over several runs, each
+table compared with answers computed independently from the landed files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from delta.tables import DeltaTable
+
+from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets_tests.conftest import Lakehouse
+from lakehouse_assets_tests.expected import ExpectedEvents, close, file_lines, is_number, parse_time
+
+EVENTS_CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
+START = datetime(2026, 11, 20, 10, tzinfo=UTC)
+
+EDGE_CASES = [
+    json.dumps({"event_id": "edge-rescued", "event_time": "2026-11-20T10:30:00Z", "user_id": "c1",
+                "event_type": "purchase", "amount": "12.50", "category": "books", "coupon": "X1"}),
+    "",
+    "   ",
+    '{"event_id": "edge-truncated", "event_ti',
+    '["an", "array"]',
+    json.dumps({"event_id": "edge-offset", "event_time": "2026-11-20T12:10:00+02:00", "user_id": "c2",
+                "event_type": "purchase", "amount": 7.25, "category": None,
+                "user_agent": "Mozilla (iPad) Tablet"}),
+    json.dumps({"event_id": "edge-no-zone", "event_time": "2026-11-20T10:59:59", "user_id": "c3",
+                "event_type": "purchase", "amount": 0, "category": "toys", "user_agent": "Foo Mobile"}),
+]  # fmt: skip
+
+
+def land_round_one(lh: Lakehouse) -> None:
+    generate(lh.paths, GeneratorOptions(files=2, rows=120, seed=11, start=START, gzip=0.5), ["events"])
+    folder = lh.landing("events")
+    (folder / "edge-cases.jsonl").write_text("\n".join(EDGE_CASES) + "\n")
+    # In-progress names must be ignored until renamed.
+    (folder / "_in-progress.jsonl").write_text(json.dumps({"event_id": "late-file"}) + "\n")
+    (folder / ".hidden.jsonl").write_text(json.dumps({"event_id": "hidden"}) + "\n")
+
+
+def land_round_two(lh: Lakehouse) -> None:
+    folder = lh.landing("events")
+    first_file = sorted(p for p in folder.iterdir() if p.name.startswith("events-"))[0]
+    redelivered = [ln for ln in file_lines(first_file) if ln.strip()][:40]
+    late_purchase = {"event_id": "late-purchase", "event_time": "2026-11-20T10:45:00Z", "user_id": "c9",
+                     "event_type": "purchase", "amount": 1000.0, "category": "books"}  # fmt: skip
+    with gzip.open(folder / "redelivery.jsonl.gz", "wt") as handle:
+        handle.write("\n".join([*redelivered, json.dumps(late_purchase)]) + "\n")
+    generate(lh.paths, GeneratorOptions(files=1, rows=80, seed=12, start=START, late=0.3), ["events"])
+    (folder / "_in-progress.jsonl").rename(folder / "renamed-into-place.jsonl")
+
+
+def bronze_by_file(lh: Lakehouse, table: str) -> Counter:
+    rows = lh.table(table).select("_source_file").collect()
+    return Counter(Path(r[0].removeprefix("file:")).name for r in rows)
+
+
+def assert_tables_match_landed_files(lh: Lakehouse) -> ExpectedEvents:
+    expected = ExpectedEvents(lh.root)
+    # Bronze: every non-blank line of every complete file is in the table or its quarantine.
+    kept, bad = bronze_by_file(lh, "bronze_events"), bronze_by_file(lh, "bronze_events_quarantine")
+    assert {f: kept[f] + bad[f] for f in expected.lines_per_file} == expected.lines_per_file
+    assert set(kept) | set(bad) == set(expected.lines_per_file), "in-progress or hidden files were read"
+    bronze_ids = Counter(r["event_id"] for r in lh.table("bronze_events").select("event_id").collect())
+    assert bronze_ids == Counter(r.get("event_id") if isinstance(r.get("event_id"), str) else
+                                 (None if r.get("event_id") is None else str(r.get("event_id")))
+                                 for r in expected.bronze)  # fmt: skip
+    quarantined_lines = Counter(r["raw_line"] for r in lh.table("bronze_events_quarantine").collect())
+    assert quarantined_lines == Counter(line for line, _ in expected.bad_lines)
+
+    # Silver: exactly one row per valid event_id, typed.
+    silver = {r["event_id"]: r for r in lh.table("silver_events").collect()}
+    assert set(silver) == set(expected.silver)
+    assert len(silver) == lh.table("silver_events").count()
+    for event_id, record in expected.silver.items():
+        row = silver[event_id]
+        assert row["event_time"] == parse_time(record["event_time"])
+        assert row["event_date"] == row["event_time"].date()
+        amount = record.get("amount")
+        assert row["amount"] == (float(amount) if is_number(amount) else None)
+        agent = record.get("user_agent") or ""
+        assert row["device_type"] == ("mobile" if "Mobile" in agent else "tablet" if "Tablet" in agent else "desktop")
+        assert row["customer_tier"] is None
+
+    # Silver quarantine: every bronze row failing an expectation, with the names it failed.
+    got = Counter(
+        (r["event_id"], tuple(sorted(r["failed_expectations"])))
+        for r in lh.table("silver_events_quarantine").collect()
+    )
+    want = Counter(
+        (str(r.get("event_id")) if r.get("event_id") is not None else None, tuple(sorted(expected.failures(r))))
+        for r in expected.quarantined
+    )
+    assert got == want
+
+    # Gold: exactly the aggregation of silver's purchases.
+    gold = {(r["window_start"], r["category"]): r for r in lh.table("gold_hourly_revenue").collect()}
+    answer = expected.hourly_revenue()
+    assert set(gold) == set(answer)
+    for key, (revenue, orders, buyers) in answer.items():
+        row = gold[key]
+        assert close(row["revenue"], revenue) and (row["orders"], row["buyers"]) == (orders, buyers), key
+        assert (row["window_end"] - row["window_start"]).total_seconds() == 3600
+    return expected
+
+
+def metadata(result, asset: str) -> dict:
+    (materialization,) = [m for m in result.get_asset_materialization_events() if m.asset_key.path == [asset]]
+    return {k: v.value for k, v in materialization.materialization.metadata.items()}
+
+
+@pytest.fixture(scope="module")
+def runs(module_lakehouse: Lakehouse) -> dict:
+    lh = module_lakehouse
+    land_round_one(lh)
+    first = lh.materialize(EVENTS_CHAIN)
+    snapshot_one = assert_tables_match_landed_files(lh)
+    land_round_two(lh)
+    second = lh.materialize(EVENTS_CHAIN)
+    return {"lh": lh, "first": first, "second": second, "expected_one": snapshot_one}
+
+
+def test_first_run_matches_the_contract(runs: dict) -> None:
+    assert runs["first"].success
+    expected = runs["expected_one"]
+    assert metadata(runs["first"], "bronze_events")["rows_read"] == sum(expected.lines_per_file.values())
+
+
+def test_edge_cases_are_typed_rescued_or_quarantined(runs: dict) -> None:
+    lh = runs["lh"]
+    rescued = lh.table("bronze_events").where("event_id = 'edge-rescued'").first()
+    assert rescued["amount"] is None
+    assert json.loads(rescued["_rescued_data"]) == {"amount": "12.50", "coupon": "X1"}
+    failed = lh.table("silver_events_quarantine").where("event_id = 'edge-rescued'").first()
+    assert failed["failed_expectations"] == ["purchase_amount_valid"]
+    offset = lh.table("silver_events").where("event_id = 'edge-offset'").first()
+    assert offset["event_time"] == datetime(2026, 11, 20, 10, 10)
+    assert (offset["device_type"], offset["category"]) == ("tablet", None)
+    gold_unknown = lh.table("gold_hourly_revenue").where("category = 'unknown'").count()
+    assert gold_unknown >= 1
+
+
+def test_incremental_run_reads_only_new_files_and_stays_exact(runs: dict) -> None:
+    lh, second, before = runs["lh"], runs["second"], runs["expected_one"]
+    after = assert_tables_match_landed_files(lh)
+    new_lines = sum(after.lines_per_file.values()) - sum(before.lines_per_file.values())
+    assert metadata(second, "bronze_events")["rows_read"] == new_lines
+    # Re-delivered records are kept in bronze but never duplicate silver.
+    assert lh.table("bronze_events").where("event_id = 'late-purchase'").count() == 1
+    late_window = lh.table("gold_hourly_revenue").where(
+        "window_start = timestamp'2026-11-20 10:00:00' AND category = 'books'"
+    ).first()
+    assert late_window["revenue"] >= 1000.0
+
+
+def test_run_without_new_data_changes_nothing(runs: dict) -> None:
+    lh = runs["lh"]
+    versions = {t: DeltaTable.forPath(lh.spark, lh.paths.table(t)).history(1).first()["version"]
+                for t in [*EVENTS_CHAIN, "bronze_events_quarantine", "silver_events_quarantine"]}  # fmt: skip
+    result = lh.materialize(EVENTS_CHAIN)
+    assert result.success
+    assert metadata(result, "bronze_events")["rows_read"] == 0
+    assert metadata(result, "gold_hourly_revenue")["rows_written"] == 0
+    for table, version in versions.items():
+        assert DeltaTable.forPath(lh.spark, lh.paths.table(table)).history(1).first()["version"] == version, table
+    assert_tables_match_landed_files(lh)
+
+
+def test_full_refresh_rebuilds_the_same_tables(runs: dict) -> None:
+    lh = runs["lh"]
+    before = {t: sorted(map(str, lh.table(t).collect())) for t in ["silver_events", "gold_hourly_revenue"]}
+    config = {"ops": {"silver_events": {"config": {"full_refresh": True}}}}
+    result = lh.materialize(["silver_events", "gold_hourly_revenue"], run_config=config)
+    assert result.success
+    for table, rows in before.items():
+        assert sorted(map(str, lh.table(table).collect())) == rows, table
+    assert_tables_match_landed_files(lh)
