@@ -192,6 +192,12 @@ class TableRunner:
             stream_df = stream_df.drop(*[c for c in CDF_COLUMNS if c in stream_df.columns])
             empty = self.spark.createDataFrame([], stream_df.schema)
             output_schema = sink.output(table.transform(empty)).schema
+            if table.quarantine:
+                transformed = table.transform(empty)
+                q_schema = transformed.select(*self._quarantine_columns(table, transformed)).schema
+                if table.quarantine.with_failures:
+                    q_schema = q_schema.add(FAILED_EXPECTATIONS, ArrayType(StringType()))
+                self.ensure_table(table.quarantine.table, q_schema, table, main=False)
             handler = self._recompute_handler(table, sink, param, source, report)
         else:
             stream_df = table.transform(**inputs)
@@ -309,6 +315,17 @@ class TableRunner:
         app_id = self._app_id(table)
         input_path = self.paths.table(source.table)
 
+        expectations = table.expectations
+
+        def passing(df: DataFrame) -> DataFrame:
+            """The transform's rows that pass every drop/quarantine expectation."""
+            kept, _, _ = split_by_expectations(with_expectation_flags(df, expectations), expectations)
+            return kept
+
+        def transform(df: DataFrame) -> DataFrame:
+            rows = table.transform(**{param: df})
+            return passing(rows) if expectations else rows
+
         def handle(batch: DataFrame, batch_id: int) -> None:
             spark = batch.sparkSession
             changes = batch.drop(*[c for c in CDF_COLUMNS if c in batch.columns]).persist()
@@ -316,10 +333,12 @@ class TableRunner:
                 rows = changes.count()
                 if rows == 0:
                     return
+                if expectations:
+                    self._check_recompute_expectations(table, changes, param, app_id, batch_id, report)
                 written = sink.write_recomputed(
                     changes,
                     lambda: spark.read.format("delta").load(input_path),
-                    lambda df: table.transform(**{param: df}),
+                    transform,
                     self._write(spark, table.name, app_id, batch_id),
                 )
                 report.batches += 1
@@ -329,3 +348,37 @@ class TableRunner:
                 changes.unpersist()
 
         return handle
+
+    def _check_recompute_expectations(
+        self, table: StreamingTable, changes: DataFrame, param: str, app_id: str, batch_id: int, report: RunReport
+    ) -> None:
+        """Expectations of a recompute table, on the transform of the micro-batch's new input
+        rows: count failures, fail the query, and append quarantined rows (idempotently)."""
+        expectations = table.expectations
+        spark = changes.sparkSession
+        flagged = with_expectation_flags(table.transform(**{param: changes}), expectations).persist()
+        try:
+            counts = expectation_counts(flagged, expectations)
+            rows = counts.pop("__rows")
+            for e in expectations:
+                if e.action == "fail" and counts[e.name]:
+                    raise ExpectationFailed(
+                        f"{table.name}: expectation {e.name} ({e.condition}) failed on "
+                        f"{counts[e.name]} rows, e.g. {first_failure(flagged, e)}"
+                    )
+            _, quarantined, dropped = split_by_expectations(flagged, expectations)
+            if table.quarantine:
+                q = table.quarantine
+                q_columns = self._quarantine_columns(table, flagged)
+                q_rows = quarantined.select(*q_columns, *([FAILED_EXPECTATIONS] if q.with_failures else []))
+                n_quarantined = q_rows.count()
+                if n_quarantined:
+                    append_batch(q_rows, self._write(spark, q.table, f"{app_id}:quarantine", batch_id))
+                report.rows_quarantined += n_quarantined
+            if any(e.action == "drop" for e in expectations):
+                report.rows_dropped += dropped.count()
+            report.expectation_rows += rows
+            for name, failed in counts.items():
+                report.expectation_failures[name] = report.expectation_failures.get(name, 0) + failed
+        finally:
+            flagged.unpersist()

@@ -47,3 +47,10 @@ class LakehousePaths:
         if not self.is_local:
             raise ValueError(f"{uri} is not on the local filesystem")
         return Path(uri.removeprefix("file://").removeprefix("file:"))
+
+
+def allowed_lateness(default: str = "1 hour") -> str:
+    """How late event-time data may arrive before watermarked queries drop it: the
+    ``LAKEHOUSE_ALLOWED_LATENESS`` environment variable (a Spark interval such as ``2 hours``),
+    read when the pipeline's definitions are imported, else ``default``."""
+    return os.environ.get("LAKEHOUSE_ALLOWED_LATENESS") or default

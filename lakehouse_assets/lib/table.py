@@ -52,8 +52,10 @@ class LandingInput:
     schema: str | None = None
 
 
-def stream(table: str, **options: str) -> TableInput:
-    return TableInput(table, "stream", options)
+def stream(table: str, watermark: tuple[str, str] | None = None, **options: str) -> TableInput:
+    """Read ``table`` as a stream; ``watermark=(event_time_column, allowed_lateness)`` bounds
+    the state of stateful queries (windows, sessions, joins, deduplication)."""
+    return TableInput(table, "stream", options, watermark=watermark)
 
 
 def static(table: str, schema_if_missing: str | None = None) -> TableInput:

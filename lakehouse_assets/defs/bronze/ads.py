@@ -1,0 +1,52 @@
+"""``bronze_ad_impressions`` and ``bronze_ad_clicks``: one row per JSON-object line."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
+from lakehouse_assets.lib.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
+
+IMPRESSION_FIELDS = {"impression_id": "string", "ad_id": "string", "user_id": "string", "impression_time": "string"}
+CLICK_FIELDS = {"click_id": "string", "impression_id": "string", "click_time": "string"}
+QUARANTINE_COLUMNS = ["raw_line", "_source_file", "_ingested_at"]
+JSON_GLOB = "*.{json,jsonl,json.gz,jsonl.gz}"
+# Rate limit: at most this many landed files per micro-batch.
+LANDING_OPTIONS = {"maxFilesPerTrigger": "200"}
+
+
+def parse_lines(lines: DataFrame, fields: dict[str, str]) -> DataFrame:
+    """Landed lines to typed rows plus ``raw_line`` and ``_is_json_object`` (pure)."""
+    non_blank = non_blank_lines(lines).withColumnRenamed("value", "raw_line")
+    return parse_json_lines(non_blank, fields, column="raw_line")
+
+
+@streaming_table(
+    group="bronze",
+    inputs={"lines": landing("ad_impressions", glob=JSON_GLOB, options=LANDING_OPTIONS)},
+    expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
+    quarantine=Quarantine("bronze_ad_impressions_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
+    columns=[*IMPRESSION_FIELDS, RESCUED, "_source_file", "_ingested_at"],
+    owners=["team:data-platform"],
+    tags={"layer": "bronze"},
+)
+def bronze_ad_impressions(lines: DataFrame) -> DataFrame:
+    """Ad impressions as landed; lines that are not JSON objects go to the quarantine table."""
+    return parse_lines(lines, IMPRESSION_FIELDS)
+
+
+@streaming_table(
+    group="bronze",
+    inputs={"lines": landing("ad_clicks", glob=JSON_GLOB, options=LANDING_OPTIONS)},
+    expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
+    quarantine=Quarantine("bronze_ad_clicks_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
+    columns=[*CLICK_FIELDS, RESCUED, "_source_file", "_ingested_at"],
+    owners=["team:data-platform"],
+    tags={"layer": "bronze"},
+)
+def bronze_ad_clicks(lines: DataFrame) -> DataFrame:
+    """Ad clicks as landed (re-deliveries repeat `click_id`); bad lines go to quarantine."""
+    return parse_lines(lines, CLICK_FIELDS)
+
+
+__all__ = ["bronze_ad_clicks", "bronze_ad_impressions", "parse_lines"]

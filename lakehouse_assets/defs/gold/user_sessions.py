@@ -1,0 +1,64 @@
+"""``gold_user_sessions``: session windows per user, written once closed by the watermark."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse_assets.lib import streaming_table
+from lakehouse_assets.lib.settings import allowed_lateness
+from lakehouse_assets.lib.table import stream
+
+SESSION_GAP = "30 minutes"
+ALLOWED_LATENESS = allowed_lateness()  # LAKEHOUSE_ALLOWED_LATENESS, default 1 hour
+
+
+def user_sessions(events: DataFrame, gap: str = SESSION_GAP) -> DataFrame:
+    """Session windows of each user's events with an inactivity ``gap`` (pure; stream or
+    batch). ``session_end`` is the last event + ``gap``, as Spark's ``session_window`` gives."""
+    is_purchase = F.col("event_type") == "purchase"
+    return (
+        events.where(F.col("user_id").isNotNull())
+        .groupBy("user_id", F.session_window("event_time", gap).alias("session"))
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            F.count(F.when(F.col("event_type") == "page_view", 1)).alias("page_views"),
+            F.count(F.when(is_purchase, 1)).alias("purchases"),
+            F.coalesce(F.sum(F.when(is_purchase, F.col("amount"))), F.lit(0.0)).alias("revenue"),
+        )
+        .select(
+            "user_id",
+            F.col("session.start").alias("session_start"),
+            F.col("session.end").alias("session_end"),
+            "events",
+            "page_views",
+            "purchases",
+            "revenue",
+        )
+    )
+
+
+@streaming_table(
+    group="gold",
+    # The watermark (latest event_time seen - allowed lateness) closes sessions and bounds the
+    # state; skipChangeCommits ignores silver's non-append commits (a full refresh's deletes).
+    inputs={
+        "silver_events": stream(
+            "silver_events", watermark=("event_time", ALLOWED_LATENESS), skipChangeCommits="true"
+        )
+    },
+    # Append mode: a session is emitted once, when the watermark passes its end.
+    output_mode="append",
+    table_properties={"delta.dataSkippingStatsColumns": "user_id,session_start,session_end"},
+    owners=["team:analytics"],
+    tags={"layer": "gold"},
+)
+def gold_user_sessions(silver_events: DataFrame) -> DataFrame:
+    """User sessions (30-minute inactivity gap): events, page views, purchases and revenue.
+    A session is written once the watermark (latest event time seen minus the allowed
+    lateness, 1 hour by default) has passed its end, exactly once. Events later than the
+    watermark are counted in `late_rows_dropped_by_watermark`; they stay in `silver_events`."""
+    return user_sessions(silver_events)
+
+
+__all__ = ["gold_user_sessions", "user_sessions"]
