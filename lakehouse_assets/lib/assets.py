@@ -7,8 +7,9 @@ from collections.abc import Iterator, Sequence
 import dagster as dg
 from dagster_pyspark import LazyPySparkResource
 
+from lakehouse_assets.lib.checks import CheckContext, CheckOutcome, TableCheck
 from lakehouse_assets.lib.metadata import run_metadata, table_metadata
-from lakehouse_assets.lib.runner import LakehouseError, TableRunner
+from lakehouse_assets.lib.runner import LakehouseError, RunReport, TableRunner
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.table import StreamingTable
 
@@ -83,12 +84,58 @@ def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
     return specs
 
 
+def _check_specs(table: StreamingTable) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(
+            name=check.name,
+            asset=table.name,
+            description=f"{check.description} ({check.severity}; scope: {check.scope})",
+            blocking=check.severity == "ERROR",
+        )
+        for check in table.all_checks
+    ]
+
+
+def _previous_state(instance: dg.DagsterInstance, table: StreamingTable) -> tuple[dict[str, int], dict[str, str] | None]:
+    """Delta versions and schema recorded by each output's last materialization."""
+    versions: dict[str, int] = {}
+    schema = None
+    for name in table.outputs:
+        event = instance.get_latest_materialization_event(dg.AssetKey(name))
+        metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
+        if "delta_version" in metadata:
+            versions[name] = int(metadata["delta_version"].value)
+        if name == table.name and "dagster/column_schema" in metadata:
+            columns = metadata["dagster/column_schema"].value.columns
+            schema = {c.name: c.type for c in columns}
+    return versions, schema
+
+
+def _evaluate(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
+    try:
+        return check.evaluate(ctx)
+    except Exception as error:  # noqa: BLE001 - a check that cannot run fails, with the reason
+        return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
+
+
+def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcome) -> dg.AssetCheckResult:
+    severity = dg.AssetCheckSeverity.ERROR if check.severity == "ERROR" else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(
+        asset_key=table.name,
+        check_name=check.name,
+        passed=outcome.passed,
+        severity=severity,
+        metadata={"scope": check.scope, **outcome.metadata},
+    )
+
+
 def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.AssetsDefinition:
     """One Dagster multi-asset per streaming table: the table and its quarantine table."""
 
     @dg.multi_asset(
         name=table.name,
         specs=_specs(table, paths),
+        check_specs=_check_specs(table),
         pool=f"lakehouse/{table.name}",
         # Selecting either the table or its quarantine runs the one query that writes both.
         can_subset=True,
@@ -99,12 +146,19 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
         config: StreamingTableConfig,
         spark: LazyPySparkResource,
         lakehouse: LakehouseResource,
-    ) -> Iterator[dg.MaterializeResult]:
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         session = spark.spark_session
         runner = TableRunner(session, lakehouse.paths, context.log.info)
+        selected_checks = {key.name for key in context.selected_asset_check_keys}
+        checks = [c for c in table.all_checks if c.name in selected_checks]
+        versions, schema = _previous_state(context.instance, table)
+        if config.full_refresh:
+            versions = {}
         try:
-            report = runner.run(table, full_refresh=config.full_refresh)
+            report: RunReport | None = runner.run(table, full_refresh=config.full_refresh)
         except LakehouseError as error:
+            for check in checks:
+                yield _check_result(table, check, CheckOutcome(False, {"error": f"the run failed: {error}"}))
             raise dg.Failure(description=str(error)) from None
         context.log.info(
             f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
@@ -124,6 +178,9 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
                     **table_metadata(session, lakehouse.paths.table(table.quarantine.table)),
                 },
             )
+        check_context = CheckContext(session, lakehouse.paths, table.name, report, versions, schema)
+        for check in checks:
+            yield _check_result(table, check, _evaluate(check, check_context))
 
     return _materialize
 

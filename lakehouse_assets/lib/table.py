@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.lib.checks import TableCheck, quarantine_rate, schema_unchanged
 from lakehouse_assets.lib.expectations import Expectation
 from lakehouse_assets.lib.sinks import AppendSink, Sink
 
@@ -81,6 +82,8 @@ class Quarantine:
     table: str
     columns: list[str] | None = None
     with_failures: bool = True
+    # The share of a run's rows quarantined above which the quarantine_rate check warns.
+    max_share: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class StreamingTable:
     owners: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     freshness: timedelta | None = None
+    checks: list[TableCheck] = field(default_factory=list)
 
     @property
     def upstream_tables(self) -> list[str]:
@@ -115,6 +119,15 @@ class StreamingTable:
     @property
     def outputs(self) -> list[str]:
         return [self.name] + ([self.quarantine.table] if self.quarantine else [])
+
+    @property
+    def all_checks(self) -> list[TableCheck]:
+        """Declared checks plus those every table gets: schema and, with a quarantine, its rate."""
+        defaults = [schema_unchanged()]
+        if self.quarantine:
+            defaults.append(quarantine_rate(self.quarantine.max_share))
+        declared = {c.name for c in self.checks}
+        return self.checks + [c for c in defaults if c.name not in declared]
 
     @property
     def is_stateful(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
+from lakehouse_assets.lib.checks import landed_lines_conserved, not_null
 from lakehouse_assets.lib.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 
 EVENT_FIELDS = {
@@ -38,6 +39,10 @@ def parse_event_lines(lines: DataFrame) -> DataFrame:
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine("bronze_events_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
     columns=BRONZE_EVENTS_COLUMNS,
+    checks=[
+        landed_lines_conserved(quarantine="bronze_events_quarantine"),
+        not_null("_source_file", "_ingested_at"),
+    ],
     owners=["team:data-platform"],
     tags={"layer": "bronze"},
 )

@@ -6,6 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import change_feed, recompute, streaming_table
+from lakehouse_assets.lib.checks import not_null, reconciles_with, unique
 
 
 def hourly_revenue(events: DataFrame) -> DataFrame:
@@ -38,6 +39,16 @@ def hourly_revenue(events: DataFrame) -> DataFrame:
     # The windows a micro-batch touches are recomputed from silver_events; event_date (silver's
     # partition column) bounds the re-read to the days of the new events.
     sink=recompute(keys=["window_start", "category"], scope="event_date"),
+    checks=[
+        unique("window_start", "category"),
+        not_null("window_start", "window_end", "category", "revenue", "orders", "buyers"),
+        reconciles_with(
+            "silver_events",
+            {"revenue": "sum(revenue)", "orders": "sum(orders)"},
+            {"revenue": "sum(amount) FILTER (WHERE event_type = 'purchase')",
+             "orders": "count_if(event_type = 'purchase')"},
+        ),  # fmt: skip
+    ],
     owners=["team:analytics"],
     tags={"layer": "gold"},
 )

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.defs.bronze.events import BRONZE_EVENTS_COLUMNS
 from lakehouse_assets.lib import Quarantine, expect_or_quarantine, merge, static, streaming_table
+from lakehouse_assets.lib.checks import not_null, unique
 
 EVENT_TYPES = ("page_view", "add_to_cart", "purchase")
 # ISO-8601 date and time, optional seconds/fraction, optional zone (Z or an offset; none = UTC).
@@ -75,6 +76,10 @@ def to_silver_columns(events: DataFrame) -> DataFrame:
     expectations=EXPECTATIONS,
     quarantine=Quarantine("silver_events_quarantine", columns=BRONZE_EVENTS_COLUMNS),
     publish=to_silver_columns,
+    checks=[
+        unique("event_id"),
+        not_null("event_id", "event_time", "event_date", "user_id", "event_type", "device_type"),
+    ],
     sink=merge(keys=["event_id"], when_matched="ignore"),
     partition_by=["event_date"],
     owners=["team:data-platform"],

@@ -1,0 +1,215 @@
+"""Asset checks declared next to a table, evaluated in the same step after each run.
+
+Expectations decide what happens to each row inside the stream; checks decide whether the
+table as a whole can be trusted. ``ERROR`` checks are blocking: when one fails, downstream
+assets of the run are skipped and ``dagster asset materialize`` exits non-zero.
+
+Most checks look only at what changed since the last checked materialization (Delta's change
+data feed between the two versions, which also catches commits made outside the pipeline);
+those that need the whole table say ``scope: full table`` in their metadata.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse_assets.lib.settings import LakehousePaths
+
+if TYPE_CHECKING:
+    from lakehouse_assets.lib.runner import RunReport
+
+Severity = Literal["ERROR", "WARN"]
+Scope = Literal["changes", "full table"]
+SAMPLE = 5
+
+
+@dataclass
+class CheckContext:
+    """What a check may look at: the table, its changes since the last check, the run."""
+
+    spark: SparkSession
+    paths: LakehousePaths
+    table: str
+    report: RunReport | None
+    # Delta version of each output table at its last materialization (absent: never checked).
+    previous_versions: dict[str, int]
+    previous_schema: dict[str, str] | None
+
+    def read(self, name: str | None = None) -> DataFrame:
+        return self.spark.read.format("delta").load(self.paths.table(name or self.table))
+
+    def version(self, name: str | None = None) -> int:
+        path = self.paths.table(name or self.table)
+        return int(DeltaTable.forPath(self.spark, path).history(1).first()["version"])
+
+    def changes(
+        self, name: str | None = None, kinds: tuple[str, ...] = ("insert", "update_postimage")
+    ) -> DataFrame | None:
+        """Rows changed since the last checked version (by default inserted or updated ones);
+        None means 'everything' (no earlier version to compare with)."""
+        since = self.previous_versions.get(name or self.table)
+        if since is None:
+            return None
+        current = self.version(name)
+        if current <= since:
+            return self.read(name).limit(0)
+        return (
+            self.spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", since + 1)
+            .option("endingVersion", current)
+            .load(self.paths.table(name or self.table))
+            .where(F.col("_change_type").isin(*kinds))
+            .drop("_change_type", "_commit_version", "_commit_timestamp")
+        )
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableCheck:
+    """A named check of one table: a function of a :class:`CheckContext`."""
+
+    name: str
+    description: str
+    evaluate: Callable[[CheckContext], CheckOutcome]
+    severity: Severity = "ERROR"
+    scope: Scope = "changes"
+
+
+def _sample(df: DataFrame, columns: list[str]) -> str:
+    return ", ".join(str(tuple(r)) if len(r) > 1 else str(r[0]) for r in df.select(*columns).limit(SAMPLE).collect())
+
+
+def unique(*keys: str, severity: Severity = "ERROR") -> TableCheck:
+    """No two rows share ``keys`` (checked for the keys that changed)."""
+    cols = list(keys)
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        table, changed = ctx.read(), ctx.changes()
+        scoped = table if changed is None else table.join(changed.select(*cols).distinct(), cols, "left_semi")
+        duplicates = scoped.groupBy(*cols).count().where("count > 1")
+        n = duplicates.count()
+        return CheckOutcome(n == 0, {"duplicate_keys": n, "examples": _sample(duplicates, cols)})
+
+    return TableCheck(f"unique_{'_'.join(cols)}", f"One row per ({', '.join(cols)}).", evaluate, severity)
+
+
+def not_null(*columns: str, severity: Severity = "ERROR") -> TableCheck:
+    """Required columns hold no nulls (in the rows that changed)."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        rows = ctx.changes()
+        rows = ctx.read() if rows is None else rows
+        counts = rows.agg(*[F.count_if(F.col(c).isNull()).alias(c) for c in columns]).first().asDict()
+        nulls = {c: int(n or 0) for c, n in counts.items() if n}
+        return CheckOutcome(not nulls, {"null_counts": nulls or "none", "columns": ", ".join(columns)})
+
+    return TableCheck("required_columns_not_null", f"No nulls in {', '.join(columns)}.", evaluate, severity)
+
+
+def quarantine_rate(max_share: float = 0.1) -> TableCheck:
+    """Warn when the run quarantined more than ``max_share`` of the rows it read."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        report = ctx.report
+        if report is None or report.rows_read == 0:
+            return CheckOutcome(True, {"rows_read": 0, "threshold": max_share})
+        share = (report.rows_quarantined + report.rows_dropped) / report.rows_read
+        return CheckOutcome(
+            share <= max_share,
+            {"quarantine_share": round(share, 4), "threshold": max_share,
+             "rows_quarantined": report.rows_quarantined, "rows_read": report.rows_read},
+        )  # fmt: skip
+
+    return TableCheck("quarantine_rate", f"At most {max_share:.0%} of a run's rows quarantined.", evaluate, "WARN")
+
+
+def schema_unchanged(severity: Severity = "ERROR") -> TableCheck:
+    """No column removed or retyped since the last materialization (added columns are fine)."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        current = {f.name: f.dataType.simpleString() for f in ctx.read().schema.fields}
+        before = ctx.previous_schema
+        if before is None:
+            return CheckOutcome(True, {"columns": len(current), "compared_with": "nothing (first run)"})
+        removed = sorted(set(before) - set(current))
+        retyped = sorted(f"{c}: {before[c]} -> {current[c]}" for c in set(before) & set(current) if before[c] != current[c])
+        return CheckOutcome(
+            not removed and not retyped,
+            {"removed": ", ".join(removed) or "none", "retyped": ", ".join(retyped) or "none",
+             "added": ", ".join(sorted(set(current) - set(before))) or "none"},
+        )  # fmt: skip
+
+    return TableCheck("schema_unchanged", "No column removed or retyped since the last run.", evaluate, severity)
+
+
+def reconciles_with(
+    other: str, this_sql: dict[str, str], other_sql: dict[str, str], tolerance: float = 1e-6
+) -> TableCheck:
+    """Aggregates of this table equal aggregates of ``other`` (full scans of both)."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        mine = ctx.read().agg(*[F.expr(e).alias(k) for k, e in this_sql.items()]).first().asDict()
+        theirs = ctx.read(other).agg(*[F.expr(e).alias(k) for k, e in other_sql.items()]).first().asDict()
+        metadata: dict[str, Any] = {"scope": "full table"}
+        passed = True
+        for key in this_sql:
+            a, b = float(mine[key] or 0), float(theirs[key] or 0)
+            metadata[f"{key}"] = a
+            metadata[f"{key}_in_{other}"] = b
+            passed &= math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
+        return CheckOutcome(passed, metadata)
+
+    return TableCheck(f"reconciles_with_{other}", f"Totals equal those of {other}.", evaluate, "ERROR", "full table")
+
+
+def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | None = None) -> TableCheck:
+    """Every non-blank line of the files this run ingested is in the table or its quarantine."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        tables = [ctx.table] + ([quarantine] if quarantine else [])
+        touched: set[str] = set()
+        for name in tables:
+            changed = ctx.changes(name, kinds=("insert", "update_preimage", "update_postimage", "delete"))
+            rows = ctx.read(name) if changed is None else changed
+            touched |= {r[0] for r in rows.select(source_file).distinct().collect()}
+        if not touched:
+            return CheckOutcome(True, {"files_checked": 0})
+        files = sorted(touched)
+        lines = (
+            ctx.spark.read.text(files).where(F.trim("value") != "")
+            .groupBy(F.col("_metadata.file_path").alias("file")).count()
+        )  # fmt: skip
+        stored = None
+        for name in tables:
+            part = ctx.read(name).where(F.col(source_file).isin(files)).groupBy(F.col(source_file).alias("file")).count()
+            stored = part if stored is None else stored.unionByName(part)
+        assert stored is not None
+        stored = stored.groupBy("file").agg(F.sum("count").alias("stored"))
+        mismatched = lines.join(stored, "file", "full_outer").where(
+            "coalesce(count, 0) <> coalesce(stored, 0)"
+        )
+        n = mismatched.count()
+        return CheckOutcome(
+            n == 0,
+            {"files_checked": len(files), "files_mismatched": n,
+             "examples": _sample(mismatched.fillna(0, ["count", "stored"]), ["file", "count", "stored"])},
+        )  # fmt: skip
+
+    return TableCheck(
+        "landed_lines_conserved",
+        "Non-blank lines of each ingested file = its rows here + in the quarantine.",
+        evaluate,
+    )
