@@ -1,6 +1,6 @@
 """Never two writers on one table: overlapping runs queue on the per-table pools.
 
-Three ``dagster asset materialize --select '*'`` processes (the CLI path) start at once against
+Three ``dagster asset materialize --select '+gold_hourly_revenue'`` processes (the CLI path) start at once against
 one instance (the repository's dagster.yaml with storage in a temporary folder) and one data
 root. Each table's step claims the pool ``lakehouse/<table>`` (limit 1), so for every table the
 steps of the three runs must not overlap in time, and the framework's OS lock must never have
@@ -19,7 +19,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from lakehouse_assets.defs import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths
 from lakehouse_assets.orchestration.devserver import isolated_home
@@ -27,6 +26,8 @@ from lakehouse_assets_tests.expected import ExpectedEvents, close
 
 pytestmark = pytest.mark.slow
 
+# gold_hourly_revenue and everything upstream of it (the events chain), to keep the test short
+SELECTION = "+gold_hourly_revenue"
 STEP_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
 
 
@@ -77,7 +78,7 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark) -> Non
     root = tmp_path / "lakehouse"
     paths = LakehousePaths(str(root))
     generate(paths, GeneratorOptions(files=3, rows=300, seed=7), ["events"])
-    env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_ROOT": str(root)}
+    env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_ROOT": str(root), "SPARK_LOCAL_IP": "127.0.0.1"}
     dagster = Path(sys.executable).parent / "dagster"
     started = time.monotonic()
     procs = []
@@ -89,7 +90,7 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark) -> Non
         procs.append(
             (
                 subprocess.Popen(
-                    [str(dagster), "asset", "materialize", "-m", "lakehouse_assets", "--select", "*"],
+                    [str(dagster), "asset", "materialize", "-m", "lakehouse_assets", "--select", SELECTION],
                     cwd=REPO_ROOT,
                     env=env,
                     stdout=log,
@@ -116,7 +117,7 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark) -> Non
         runs = instance.get_runs()
         assert len(runs) == 3 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
         intervals = step_intervals(instance, [r.run_id for r in runs])
-        assert set(intervals) == {t.name for t in TABLES}
+        assert {"bronze_events", "silver_events", "gold_hourly_revenue"} <= set(intervals)
         assert all(len(spans) == 3 for spans in intervals.values())
         assert_no_overlap(intervals)
         # the runs really did overlap in time: they queued on the pools, not one after the other
