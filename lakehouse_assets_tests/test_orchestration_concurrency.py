@@ -10,6 +10,9 @@ had to wait (the pools did the serializing). Afterwards every table is exact.
 from __future__ import annotations
 
 import os
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark binds to 127.0.0.1 only
+
 import subprocess
 import sys
 import time

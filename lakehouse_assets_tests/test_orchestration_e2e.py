@@ -14,8 +14,11 @@ Every table is exact afterwards, and every run of phases 1-2 was started by the 
 
 from __future__ import annotations
 
-import json
 import os
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark binds to 127.0.0.1 only
+
+import json
 import time
 import uuid
 from pathlib import Path

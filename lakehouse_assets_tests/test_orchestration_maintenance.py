@@ -3,6 +3,10 @@ retention, before/after figures are reported, and the table's contents do not ch
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark binds to 127.0.0.1 only
+
 import dagster as dg
 import pytest
 

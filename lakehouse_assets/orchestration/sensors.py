@@ -113,7 +113,8 @@ def build_landing_sensor(
         if not result.has_work:
             if result.next_cursor != cursor:
                 context.update_cursor(result.next_cursor.dump())
-            details = ", ".join(x for x in [f"{len(listing.files)} complete file(s) already seen", ignored] if x)
+            seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
+            details = ", ".join(x for x in [seen, ignored] if x)
             return dg.SkipReason(f"No new files in {folder} ({details}).")
 
         what = f"{len(result.new)} new file(s)" + (
