@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections import Counter
-from datetime import UTC, datetime
+import shutil
 from pathlib import Path
+from datetime import UTC, datetime
 
 import pytest
 from delta.tables import DeltaTable
+from pyspark.sql import functions as F
 
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets_tests.conftest import Lakehouse
-from lakehouse_assets_tests.expected import ExpectedEvents, close, file_lines, is_number, parse_time
+from lakehouse_assets_tests.conftest import Lakehouse, make_lakehouse
+from lakehouse_assets_tests.contract import assert_tables_match_landed_files
+from lakehouse_assets_tests.expected import file_lines
 
 EVENTS_CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 START = datetime(2026, 11, 20, 10, tzinfo=UTC)
@@ -53,60 +55,6 @@ def land_round_two(lh: Lakehouse) -> None:
         handle.write("\n".join([*redelivered, json.dumps(late_purchase)]) + "\n")
     generate(lh.paths, GeneratorOptions(files=1, rows=80, seed=12, start=START, late=0.3), ["events"])
     (folder / "_in-progress.jsonl").rename(folder / "renamed-into-place.jsonl")
-
-
-def bronze_by_file(lh: Lakehouse, table: str) -> Counter:
-    rows = lh.table(table).select("_source_file").collect()
-    return Counter(Path(r[0].removeprefix("file:")).name for r in rows)
-
-
-def assert_tables_match_landed_files(lh: Lakehouse) -> ExpectedEvents:
-    expected = ExpectedEvents(lh.root)
-    # Bronze: every non-blank line of every complete file is in the table or its quarantine.
-    kept, bad = bronze_by_file(lh, "bronze_events"), bronze_by_file(lh, "bronze_events_quarantine")
-    assert {f: kept[f] + bad[f] for f in expected.lines_per_file} == expected.lines_per_file
-    assert set(kept) | set(bad) == set(expected.lines_per_file), "in-progress or hidden files were read"
-    bronze_ids = Counter(r["event_id"] for r in lh.table("bronze_events").select("event_id").collect())
-    assert bronze_ids == Counter(r.get("event_id") if isinstance(r.get("event_id"), str) else
-                                 (None if r.get("event_id") is None else str(r.get("event_id")))
-                                 for r in expected.bronze)  # fmt: skip
-    quarantined_lines = Counter(r["raw_line"] for r in lh.table("bronze_events_quarantine").collect())
-    assert quarantined_lines == Counter(line for line, _ in expected.bad_lines)
-
-    # Silver: exactly one row per valid event_id, typed.
-    silver = {r["event_id"]: r for r in lh.table("silver_events").collect()}
-    assert set(silver) == set(expected.silver)
-    assert len(silver) == lh.table("silver_events").count()
-    for event_id, record in expected.silver.items():
-        row = silver[event_id]
-        assert row["event_time"] == parse_time(record["event_time"])
-        assert row["event_date"] == row["event_time"].date()
-        amount = record.get("amount")
-        assert row["amount"] == (float(amount) if is_number(amount) else None)
-        agent = record.get("user_agent") or ""
-        assert row["device_type"] == ("mobile" if "Mobile" in agent else "tablet" if "Tablet" in agent else "desktop")
-        assert row["customer_tier"] is None
-
-    # Silver quarantine: every bronze row failing an expectation, with the names it failed.
-    got = Counter(
-        (r["event_id"], tuple(sorted(r["failed_expectations"])))
-        for r in lh.table("silver_events_quarantine").collect()
-    )
-    want = Counter(
-        (str(r.get("event_id")) if r.get("event_id") is not None else None, tuple(sorted(expected.failures(r))))
-        for r in expected.quarantined
-    )
-    assert got == want
-
-    # Gold: exactly the aggregation of silver's purchases.
-    gold = {(r["window_start"], r["category"]): r for r in lh.table("gold_hourly_revenue").collect()}
-    answer = expected.hourly_revenue()
-    assert set(gold) == set(answer)
-    for key, (revenue, orders, buyers) in answer.items():
-        row = gold[key]
-        assert close(row["revenue"], revenue) and (row["orders"], row["buyers"]) == (orders, buyers), key
-        assert (row["window_end"] - row["window_start"]).total_seconds() == 3600
-    return expected
 
 
 def metadata(result, asset: str) -> dict:
@@ -179,4 +127,37 @@ def test_full_refresh_rebuilds_the_same_tables(runs: dict) -> None:
     assert result.success
     for table, rows in before.items():
         assert sorted(map(str, lh.table(table).collect())) == rows, table
+    assert_tables_match_landed_files(lh)
+
+
+def comparable(lh: Lakehouse, table: str) -> list[str]:
+    """A table's rows without what legitimately differs between data roots and run times."""
+    df = lh.table(table)
+    drop = [c for c in ("_ingested_at", "customer_tier") if c in df.columns]
+    if "_source_file" in df.columns:
+        df = df.withColumn("_source_file", F.regexp_extract("_source_file", r"[^/]+$", 0))
+    return sorted(map(str, df.drop(*drop).collect()))
+
+
+def test_many_runs_equal_one_run_over_the_same_files(runs: dict, tmp_path: Path, spark) -> None:
+    many = runs["lh"]
+    one = make_lakehouse(tmp_path, spark)
+    shutil.copytree(many.root / "landing", one.root / "landing")
+    for hidden in (one.root / "landing" / "events").glob("[._]*"):
+        hidden.unlink()
+    assert one.materialize(EVENTS_CHAIN).success
+    for table in [*EVENTS_CHAIN, "bronze_events_quarantine", "silver_events_quarantine"]:
+        assert comparable(one, table) == comparable(many, table), table
+
+
+def test_deleted_checkpoint_is_refused_with_the_fix(runs: dict) -> None:
+    lh = runs["lh"]
+    shutil.rmtree(lh.root / "checkpoints" / "silver_events")
+    result = lh.materialize(["silver_events"], raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    message = failure.step_failure_data.error.message
+    assert "checkpoint is missing" in message and "full_refresh" in message
+    config = {"ops": {"silver_events": {"config": {"full_refresh": True}}}}
+    assert lh.materialize(["silver_events", "gold_hourly_revenue"], run_config=config).success
     assert_tables_match_landed_files(lh)

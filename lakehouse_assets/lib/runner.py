@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +39,14 @@ class LakehouseError(Exception):
     """A failure with a message meant for the user (table name, cause, fix)."""
 
 
+def fault_point(table: str, point: str) -> None:
+    """Test-only: ``LAKEHOUSE_FAULT=<table>:<point>`` kills this process at that instant, so
+    crash tests can hit the dangerous moments exactly (after a Delta commit and before the
+    checkpoint records it; between the two writes of one micro-batch)."""
+    if os.environ.get("LAKEHOUSE_FAULT") == f"{table}:{point}":
+        os.killpg(os.getpgid(0), signal.SIGKILL)  # the Spark JVM dies with us, as in a real crash
+
+
 @dataclass
 class RunReport:
     """What one materialization of a streaming table did."""
@@ -61,6 +72,14 @@ def _nullable(schema: StructType) -> StructType:
 def _short_error(error: BaseException) -> str:
     """The useful part of a streaming failure: our own message, else Spark's first lines."""
     text = str(error)
+    if any(m in text for m in ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+                               "STREAMING_STATEFUL_OPERATOR_NOT_MATCH", "StateSchemaNotCompatible",
+                               "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION", "state schema")):  # fmt: skip
+        return (
+            "its stateful query no longer matches the state in its checkpoint (keys, aggregates or "
+            "operators changed); run a full refresh of this table (run config "
+            "full_refresh: true) to rebuild it from its inputs"
+        )
     for marker in ("ExpectationFailed: ", "LakehouseError: "):
         if marker in text:
             return text.split(marker, 1)[1].splitlines()[0]
@@ -88,7 +107,14 @@ class TableRunner:
             self.spark._jvm.org.apache.hadoop.fs.FileSystem.get(  # noqa: SLF001
                 self.spark._jvm.java.net.URI(path), self.spark._jsc.hadoopConfiguration()  # noqa: SLF001
             ).mkdirs(self.spark._jvm.org.apache.hadoop.fs.Path(path))  # noqa: SLF001
-        reader = self.spark.readStream.format(source.format).option("pathGlobFilter", source.glob)
+        self._reject_outside_links(path)
+        # A landed file removed after a failed batch planned it (say a corrupt gzip the user
+        # deleted) must not wedge the retry; complete files are immutable otherwise.
+        reader = (
+            self.spark.readStream.format(source.format)
+            .option("pathGlobFilter", source.glob)
+            .option("ignoreMissingFiles", "true")
+        )
         if source.schema:
             reader = reader.schema(source.schema)
         df = reader.options(**source.options).load(path)
@@ -97,6 +123,23 @@ class TableRunner:
             F.col("_metadata.file_path").alias("_source_file"),
             F.current_timestamp().alias("_ingested_at"),
         )
+
+    def _reject_outside_links(self, landing_path: str) -> None:
+        """Nothing outside the data root is read: a symbolic link in the landing zone that
+        points outside it is renamed to an ignored ``_rejected-`` name, and logged."""
+        if not self.paths.is_local:
+            return
+        root = self.paths.local_path(self.paths.root).resolve()
+        folder = self.paths.local_path(landing_path)
+        if not folder.exists():
+            return
+        links = [Path(d) / n for d, dirs, files in os.walk(folder) for n in dirs + files]
+        for entry in links:
+            if entry.is_symlink() and not entry.name.startswith(("_", ".")):
+                target = entry.resolve()
+                if root not in target.parents and target != root:
+                    entry.rename(entry.with_name(f"_rejected-{entry.name}"))
+                    self.log(f"rejected {entry}: a symbolic link to {target}, outside the data root")
 
     def _require_table(self, name: str, reader: str) -> str:
         path = self.paths.table(name)
@@ -181,7 +224,22 @@ class TableRunner:
                 self.full_refresh(table)
             return self._run(table)
 
+    def _guard_checkpoint(self, table: StreamingTable) -> None:
+        """Refuse to restart from nothing into a table that already holds rows: without its
+        checkpoint the query would re-read every input and duplicate data."""
+        if storage.exists(self.spark, f"{self.paths.checkpoint(table.name)}/query/metadata"):
+            return
+        for name in table.outputs:
+            path = self.paths.table(name)
+            if DeltaTable.isDeltaTable(self.spark, path) and not self.spark.read.format("delta").load(path).isEmpty():
+                raise LakehouseError(
+                    f"{table.name}: its checkpoint is missing ({self.paths.checkpoint(table.name)}) but "
+                    f"{name} already holds rows, so a restart would duplicate data. Run a full refresh "
+                    f"(run config ops: {{{table.name}: {{config: {{full_refresh: true}}}}}}) to rebuild it."
+                )
+
     def _run(self, table: StreamingTable) -> RunReport:
+        self._guard_checkpoint(table)
         started = time.monotonic()
         report = RunReport(table.name)
         inputs = self.read_inputs(table)
@@ -288,6 +346,7 @@ class TableRunner:
                         )
                 kept, quarantined, dropped = split_by_expectations(flagged, expectations)
                 written = table.sink.write(publish(kept), self._write(spark, table.name, app_id, batch_id))
+                fault_point(table.name, "after_table_write")
                 n_quarantined = 0
                 if table.quarantine:
                     q = table.quarantine
@@ -296,6 +355,7 @@ class TableRunner:
                     n_quarantined = q_rows.count()
                     if n_quarantined:
                         append_batch(q_rows, self._write(spark, q.table, f"{app_id}:quarantine", batch_id))
+                fault_point(table.name, "after_batch_writes")
                 report.batches += 1
                 report.rows_read += rows
                 report.rows_written += written
@@ -341,6 +401,7 @@ class TableRunner:
                     transform,
                     self._write(spark, table.name, app_id, batch_id),
                 )
+                fault_point(table.name, "after_table_write")
                 report.batches += 1
                 report.rows_read += rows
                 report.rows_written += written
