@@ -4,9 +4,11 @@ One ``dagster dev`` (the repository's dagster.yaml with storage in a temporary D
 temporary data root) runs the whole time:
 
 1. a burst of three events files lands: the sensor starts one run, gold gets a version;
-2. a file produced long ago is renamed into place with its old mtime: it reaches gold too;
-3. two ``refresh_all`` runs are launched through the UI's GraphQL API while a new file lands, so
-   three runs overlap: the per-table pools queue their steps (never two writers per table);
+2. a file produced earlier is renamed into place with its old mtime (2 days; for older files see
+   test_orchestration_old_mtime.py): it reaches gold too;
+3. ``refresh_all`` and ``ingest_events`` are launched through the UI's GraphQL API while a new
+   file lands, so runs overlap: the per-table pools queue their steps (never two writers per
+   table), and the sensor's run for the new file follows them;
 4. ``dagster dev`` restarts on the same instance: runs and their logs are still there.
 
 Every table is exact afterwards, and every run of phases 1-2 was started by the sensor.
@@ -95,12 +97,12 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
         dev.wait_idle(600, quiet=8)
         version = gold_version(paths)
 
-        # 2. a file renamed into place with an mtime 30 days old
+        # 2. a file renamed into place with an mtime 2 days old
         folder = paths.local_path(paths.landing("events"))
         (staged,) = generate(
             LakehousePaths(str(tmp_path / "producer")), GeneratorOptions(files=1, rows=300, seed=12), ["events"]
         )
-        old = time.time() - 30 * 24 * 3600
+        old = time.time() - 2 * 24 * 3600
         os.utime(staged, (old, old))
         os.replace(staged, folder / f"old-mtime-{uuid.uuid4().hex[:6]}-{staged.name}")
         wait_for(lambda: gold_version(paths) > version, 600, "gold after the old-mtime file")
@@ -112,8 +114,8 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
         assert 2 <= len(sensor_runs) <= 3, [tags(r) for r in sensor_runs]  # 4 files, burst merged
         sensor_phase = time.monotonic() - started
 
-        # 3. overlapping runs under the run queue: two manual refreshes and a sensor run
-        manual = [launch(dev, "refresh_all"), launch(dev, "refresh_all")]
+        # 3. overlapping runs under the run queue: two launched from the UI's API, one by the sensor
+        manual = [launch(dev, "refresh_all"), launch(dev, "ingest_events")]
         generate(paths, GeneratorOptions(files=1, rows=300, seed=13), ["events"])
         wait_for(lambda: len(dev.runs()) >= len(sensor_runs) + 3, 120, "the sensor's run next to the manual ones")
         dev.wait_idle(900, quiet=8)
