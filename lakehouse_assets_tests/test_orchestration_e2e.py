@@ -117,7 +117,7 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
         # 3. overlapping runs under the run queue: two launched from the UI's API, one by the sensor
         manual = [launch(dev, "refresh_all"), launch(dev, "ingest_events")]
         generate(paths, GeneratorOptions(files=1, rows=300, seed=13), ["events"])
-        wait_for(lambda: len(dev.runs()) >= len(sensor_runs) + 3, 120, "the sensor's run next to the manual ones")
+        wait_for(lambda: len(dev.runs()) >= len(sensor_runs) + 3, 900, "the sensor's run after the manual ones")
         dev.wait_idle(900, quiet=8)
         all_runs = dev.runs()
         assert all(r["status"] == "SUCCESS" for r in all_runs), [(r["jobName"], r["status"]) for r in all_runs]
