@@ -218,6 +218,7 @@ def cdc_runs(module_lakehouse: Lakehouse) -> dict:
     return {"lh": lh, "snapshots": snapshots}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", [1, 2, 3])
 def test_silver_customers_equals_the_history_of_the_changes_landed(cdc_runs: dict, run: int) -> None:
     actual, expected, count = cdc_runs["snapshots"][run]
@@ -225,6 +226,7 @@ def test_silver_customers_equals_the_history_of_the_changes_landed(cdc_runs: dic
     assert count == sum(len(v) for v in expected.values())
 
 
+@pytest.mark.slow
 def test_history_points_of_the_scenario(cdc_runs: dict) -> None:
     """The cases the scenario was built for, spelled out on the final table."""
     actual, _, _ = cdc_runs["snapshots"][3]
@@ -252,6 +254,7 @@ def test_history_points_of_the_scenario(cdc_runs: dict) -> None:
     assert {"c5", "c6", "c7", "c8", "zz"}.isdisjoint(actual)
 
 
+@pytest.mark.slow
 def test_bad_records_and_invalid_changes_are_kept_not_fatal(cdc_runs: dict) -> None:
     lh = cdc_runs["lh"]
     _, n_valid, n_bad = expected_history(lh.root)
@@ -280,6 +283,7 @@ def n_valid_records(lh: Lakehouse) -> int:
     return total
 
 
+@pytest.mark.slow
 def test_a_run_without_new_changes_writes_nothing(cdc_runs: dict) -> None:
     lh = cdc_runs["lh"]
     before = table_history(lh)

@@ -135,7 +135,7 @@ EVENTS = {
         ("e2", "10:10", "u1", "purchase", 10.0),  # re-delivered: silver keeps one
     ],
     3: [
-        ("e9", "15:00", "u3", "page_view", None),  # watermark -> 14:00
+        ("e9", "15:30", "u3", "page_view", None),  # watermark -> 14:30
         # Behind the watermark (12:40): dropped and counted, though Spark's session window alone
         # would accept it (12:30 + 30 min is after 12:40).
         ("e10", "12:30", "u2", "purchase", 7.0),
@@ -307,6 +307,7 @@ def gold_runs(module_lakehouse: Lakehouse) -> dict:
 RUNS = [1, 2, 3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", RUNS)
 def test_customer_ltv_is_exact_after_every_run(gold_runs: dict, run: int) -> None:
     actual = gold_runs["snapshots"][run]["ltv"]
@@ -317,6 +318,7 @@ def test_customer_ltv_is_exact_after_every_run(gold_runs: dict, run: int) -> Non
         assert close(got[0], revenue) and got[1:] == (orders, first, last), user
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", RUNS)
 def test_sessions_appear_once_closed_exactly_once(gold_runs: dict, run: int) -> None:
     actual = gold_runs["snapshots"][run]["sessions"]
@@ -325,12 +327,14 @@ def test_sessions_appear_once_closed_exactly_once(gold_runs: dict, run: int) -> 
     assert sorted(actual) == sorted(expected.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", RUNS)
 def test_events_behind_the_watermark_are_counted_not_written(gold_runs: dict, run: int) -> None:
     meta = gold_runs["snapshots"][run]["sessions_meta"]
     assert meta.get("late_rows_dropped_by_watermark", 0) == gold_runs["expected"].sessions_late[run]
 
 
+@pytest.mark.slow
 def test_which_run_each_session_appears_in(gold_runs: dict) -> None:
     """Spelled out: sessions close in the run whose data passes their end, not before."""
     snapshots = gold_runs["snapshots"]
@@ -343,12 +347,13 @@ def test_which_run_each_session_appears_in(gold_runs: dict) -> None:
         ("u2", "10:05"): 1,
         ("u1", "12:00"): 2,  # e8 (13:40): watermark 12:40
         ("u2", "11:50"): 2,  # e7 arrived late, within the allowed lateness
-        ("u2", "13:40"): 3,  # e9 (15:00): watermark 14:00
-    }  # u3@15:00 stays open: no later data has passed it yet
+        ("u2", "13:40"): 3,  # e9 (15:30): watermark 14:30 passes 14:10
+    }  # u3@15:30 stays open: no later data has passed it yet
     u1_first = [s for s in snapshots[3]["sessions"] if s[0] == "u1" and s[1] == t("10:00")][0]
     assert u1_first[3:] == (3, 2, 1, 10.0), "the late e6 must not change a closed session"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", RUNS)
 def test_attribution_has_one_row_per_closed_impression(gold_runs: dict, run: int) -> None:
     actual = gold_runs["snapshots"][run]["attribution"]
@@ -357,6 +362,7 @@ def test_attribution_has_one_row_per_closed_impression(gold_runs: dict, run: int
     assert sorted(actual, key=lambda r: r[0]) == sorted(expected.values(), key=lambda r: r[0])
 
 
+@pytest.mark.slow
 def test_which_run_each_impression_appears_in(gold_runs: dict) -> None:
     snapshots = gold_runs["snapshots"]
     first_seen = {}
@@ -374,6 +380,7 @@ def test_which_run_each_impression_appears_in(gold_runs: dict) -> None:
     }  # i7 (15:00, no click) waits for the watermark to pass 15:10
 
 
+@pytest.mark.slow
 def test_late_clicks_and_redeliveries_are_counted(gold_runs: dict) -> None:
     snapshots, expected = gold_runs["snapshots"], gold_runs["expected"]
     for run in RUNS:

@@ -16,6 +16,11 @@ ATTRIBUTION_COLUMNS = [
 ]  # fmt: skip
 
 
+def _deduplicated(df: DataFrame, keys: list[str]) -> DataFrame:
+    """Re-deliveries dropped: within the watermark on a stream (bounded state), else all."""
+    return df.dropDuplicatesWithinWatermark(keys) if df.isStreaming else df.dropDuplicates(keys)
+
+
 def attribute_clicks(
     impressions: DataFrame,
     clicks: DataFrame,
@@ -33,7 +38,6 @@ def attribute_clicks(
         )
         .where("impression_id IS NOT NULL AND impression_time IS NOT NULL")
         .withWatermark("impression_time", lateness)
-        .dropDuplicatesWithinWatermark(["impression_id"])
     )
     clks = (
         clicks.select(
@@ -43,8 +47,8 @@ def attribute_clicks(
         )
         .where("click_id IS NOT NULL AND click_impression_id IS NOT NULL AND click_time IS NOT NULL")
         .withWatermark("click_time", lateness)
-        .dropDuplicatesWithinWatermark(["click_id"])
     )
+    imps, clks = _deduplicated(imps, ["impression_id"]), _deduplicated(clks, ["click_id"])
     condition = (
         (clks["click_impression_id"] == imps["impression_id"])
         & (clks["click_time"] >= imps["impression_time"])

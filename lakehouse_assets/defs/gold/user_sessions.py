@@ -17,6 +17,13 @@ def user_sessions(events: DataFrame, gap: str = SESSION_GAP) -> DataFrame:
     """Session windows of each user's events with an inactivity ``gap`` (pure; stream or
     batch). ``session_end`` is the last event + ``gap``, as Spark's ``session_window`` gives."""
     is_purchase = F.col("event_type") == "purchase"
+    # On a stream, deduplicating within the watermark drops every event at or behind the
+    # watermark (counted by Spark as numRowsDroppedByWatermark). The session aggregation alone
+    # would only drop events whose own window (event + gap) is behind it, and an event just
+    # behind the watermark could then open a second session overlapping a closed one.
+    # silver_events holds one row per event_id, so nothing else is dropped.
+    if events.isStreaming:
+        events = events.dropDuplicatesWithinWatermark(["event_id"])
     return (
         events.where(F.col("user_id").isNotNull())
         .groupBy("user_id", F.session_window("event_time", gap).alias("session"))
