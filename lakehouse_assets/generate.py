@@ -34,6 +34,7 @@ USER_AGENTS = [
 ]
 TIERS = ["bronze", "silver", "gold", "platinum"]
 COUNTRIES = ["DE", "FR", "US", "BR", "JP", "IN"]
+BAD_CSV_LINES = ["c99999,too,few,fields", 'c99998,"a","b",c,d,upsert,2026-01-01T00:00:00Z,extra']
 BAD_LINES = ['{"event_id": "truncated', "not json at all", "[1, 2, 3]", "42", '"just a string"', "{,}"]
 
 
@@ -148,31 +149,53 @@ class Generator:
         return lines
 
     def customer_lines(self) -> list[str]:
+        """A CSV change feed: out-of-order ``updated_at``, deletes, re-delivered changes, names
+        with commas and quotes, invalid changes and malformed records (per the fractions)."""
         lines = ["customer_id,name,email,tier,country,op,updated_at"]
         for _ in range(self.o.customer_changes):
+            roll = self.rng.random()
+            if len(lines) > 1 and roll < self.o.duplicate:
+                lines.append(self.rng.choice(lines[1:]))  # re-delivered change
+                continue
+            if roll < self.o.duplicate + self.o.bad_lines:
+                lines.append(self.rng.choice(BAD_CSV_LINES))
+                continue
             cid = self.customer_id()
             at = self.start - timedelta(minutes=self.rng.randrange(60 * 24))
             op = "delete" if self.rng.random() < 0.05 else "upsert"
-            name = f'"{self.rng.choice(["Ada", "Grace", "Linus", "Barbara"])} {cid[-3:]}, Jr."'
+            first = self.rng.choice(["Ada", "Grace", "Linus", "Barbara", 'Edsger ""EWD""'])
+            name = f'"{first} {cid[-3:]}, Jr."'
+            updated = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            if self.rng.random() < self.o.invalid:
+                broken = self.rng.choice(["customer_id", "op", "updated_at"])
+                cid = "" if broken == "customer_id" else cid
+                op = "merge" if broken == "op" else op
+                updated = "last tuesday" if broken == "updated_at" else updated
             lines.append(
                 f"{cid},{name},{cid}@example.com,{self.rng.choice(TIERS)},"
-                f"{self.rng.choice(COUNTRIES)},{op},{at.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+                f"{self.rng.choice(COUNTRIES)},{op},{updated}"
             )
         return lines
+
+    def bad_or(self, line: str) -> str:
+        return self.rng.choice(BAD_LINES) if self.rng.random() < self.o.bad_lines else line
 
     def ad_lines(self) -> tuple[list[str], list[str]]:
         impressions, clicks = [], []
         for _ in range(self.o.impressions):
             iid = str(uuid.UUID(int=self.rng.getrandbits(128)))
             at = self.start + timedelta(seconds=self.rng.randrange(3600))
-            impressions.append(json.dumps({
+            impression = json.dumps({
                 "impression_id": iid, "ad_id": f"ad{self.rng.randrange(20):03d}",
                 "user_id": self.customer_id(), "impression_time": _iso(at, self.rng),
-            }))  # fmt: skip
+            })  # fmt: skip
+            impressions.append(self.bad_or(impression))
+            if self.rng.random() < self.o.duplicate:
+                impressions.append(impression)  # re-delivered
             if self.rng.random() < self.o.click_rate:
                 delay = timedelta(seconds=self.rng.randrange(15 * 60))
                 click = {"click_id": f"k-{iid}", "impression_id": iid, "click_time": _iso(at + delay, self.rng)}
-                clicks.append(json.dumps(click))
+                clicks.append(self.bad_or(json.dumps(click)))  # delays over 10 minutes do not count
                 if self.rng.random() < self.o.duplicate:
                     clicks.append(json.dumps(click))
         return impressions, clicks
