@@ -38,6 +38,16 @@ def parse_time(value: object) -> datetime | None:
     return parsed.astimezone(UTC).replace(tzinfo=None)
 
 
+def as_bronze(record: dict) -> dict:
+    """Declared string fields take any JSON value as its text (numbers, booleans, objects)."""
+    out = dict(record)
+    for name in STRING_FIELDS:
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            out[name] = json.dumps(value, separators=(",", ":"))
+    return out
+
+
 def is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -55,10 +65,10 @@ class ExpectedEvents:
             for line in non_blank:
                 try:
                     record = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     record = None
                 if isinstance(record, dict):
-                    self.bronze.append(record | {"_file": path.name})
+                    self.bronze.append(as_bronze(record) | {"_file": path.name})
                 else:
                     self.bad_lines.append((line, path.name))
 

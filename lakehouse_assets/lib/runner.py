@@ -84,6 +84,12 @@ def _short_error(error: BaseException) -> str:
         if marker in text:
             return text.split(marker, 1)[1].splitlines()[0]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if "Traceback (most recent call last)" in text:
+        # A Python error inside a micro-batch: its last exception line says what went wrong.
+        raised = [ln for ln in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Failed)\b", ln)]
+        if raised:
+            detail = next((ln for ln in lines if ln.startswith("Encountered error while reading file")), "")
+            return f"{raised[-1]}{' (' + detail + ')' if detail else ''}"[:1500]
     causes = [ln for ln in lines if ln.startswith("Caused by:")]
     head = lines[0] if lines else type(error).__name__
     head = re.sub(r"^\[?[A-Z_]+\]?\s*Query \S+ \[id = [^\]]+, runId = [^\]]+\] terminated with exception:\s*", "", head)

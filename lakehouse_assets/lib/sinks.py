@@ -181,14 +181,20 @@ class RecomputeSink(Sink):
         transform: Callable[[DataFrame], DataFrame],
         write: BatchWrite,
     ) -> int:
-        scope_values = [r[0] for r in changes.select(self.scope).distinct().collect()]
+        # Literal values (as text, so any type round-trips) let Delta prune partitions/files.
+        scope_values = [r[0] for r in changes.select(F.col(self.scope).cast("string")).distinct().collect()]
         if not scope_values:
             return 0
         current = read_input()
         if len(scope_values) <= self.max_literal_scope:
-            subset = current.where(F.col(self.scope).isin(scope_values))
+            present = [v for v in scope_values if v is not None]
+            condition = F.col(self.scope).cast("string").isin(present)
+            if len(present) < len(scope_values):
+                condition = condition | F.col(self.scope).isNull()
+            subset = current.where(condition)
         else:
-            subset = current.join(F.broadcast(changes.select(self.scope).distinct()), self.scope, "left_semi")
+            scope = changes.select(self.scope).distinct()
+            subset = current.join(F.broadcast(scope), current[self.scope].eqNullSafe(scope[self.scope]), "left_semi")
         touched = transform(changes).select(*self.keys).distinct()
         new_rows = self.output(transform(subset)).join(touched, self.keys, "left_semi")
         return replace_rows_for_keys(new_rows, touched, self.keys, self.merge_on or self.keys, write)
