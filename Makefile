@@ -59,6 +59,14 @@ dev: setup
 latency: setup
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python scripts/measure_latency.py $(LATENCY_ARGS)
 
+# The benchmark suite (issue 7): writes bench/results.md and bench/history_scaling.png.
+# BENCH_ARGS=--quick for a small trial configuration; see bench/run.py --help.
+.PHONY: bench
+bench: setup
+	@$(BIN)/python -c "import duckdb, matplotlib, psutil" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[test,bench]' || { \
+	  echo "Setup stopped: pip could not install the bench extra (matplotlib, duckdb, psutil); check the network or proxy." >&2; exit 1; }
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.run $(BENCH_ARGS)
+
 test: setup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 

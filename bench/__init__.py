@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` runs bench/run.py and writes bench/results.md."""

@@ -1,0 +1,175 @@
+"""One instrumented Dagster materialization in this (fresh) process, for the overhead split.
+
+    python bench/dagster_run.py --select bronze_events,silver_events [--runs 1]
+
+Runs the repository's Definitions under ``$LAKEHOUSE_ROOT`` / ``$DAGSTER_HOME`` exactly as
+``dagster asset materialize`` does (in-process executor, one SparkSession), with timers wrapped
+around the framework's pieces (nothing in the framework is changed): Spark session start, each
+table's ``TableRunner.run`` with its queries' ``StreamingQueryProgress.durationMs``, the
+materialization metadata, each asset check, and the step and run times from Dagster's event log.
+``--runs N`` materializes N times in the same process (warm JVM) and reports each run.
+Prints ``BENCH_JSON {...}`` at the end.
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.monotonic()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import dagster as dg  # noqa: E402
+import dagster_pyspark.resources as dagster_pyspark_resources  # noqa: E402
+
+import lakehouse_assets.lib.assets as lh_assets  # noqa: E402
+from lakehouse_assets.definitions import build_definitions  # noqa: E402
+from lakehouse_assets.lib.runner import TableRunner  # noqa: E402
+
+IMPORTED = time.monotonic()
+
+TIMES: dict = defaultdict(lambda: defaultdict(float))
+PROGRESS: dict = defaultdict(list)
+SPARK: dict = {}
+
+
+def _timed(key: str, fn, name_of=None):
+    def wrapper(*args, **kwargs):
+        t = time.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            name = name_of(*args, **kwargs) if name_of else "run"
+            TIMES[name][key] += time.monotonic() - t
+
+    return wrapper
+
+
+def instrument() -> None:
+    original_session = dagster_pyspark_resources.spark_session_from_config
+
+    def session(*args, **kwargs):
+        t = time.monotonic()
+        spark = original_session(*args, **kwargs)
+        SPARK["start_s"] = SPARK.get("start_s", 0.0) + time.monotonic() - t
+        return spark
+
+    dagster_pyspark_resources.spark_session_from_config = session
+    TableRunner.run = _timed("runner_s", TableRunner.run, lambda self, table, *a, **k: table.name)
+    original_await = TableRunner._await
+
+    def await_(self, query, table, report):
+        try:
+            return original_await(self, query, table, report)
+        finally:
+            for p in query.recentProgress:
+                PROGRESS[table.name].append(
+                    {"batchId": p.batchId, "numInputRows": p.numInputRows, "durationMs": dict(p.durationMs)}
+                )
+
+    TableRunner._await = await_
+    # Metadata of the table and of its quarantine: attributed to the table whose step is running.
+    current = {"table": "?"}
+    original_run = TableRunner.run
+
+    def run(self, table, *args, **kwargs):
+        current["table"] = table.name
+        return original_run(self, table, *args, **kwargs)
+
+    TableRunner.run = run
+    lh_assets.table_metadata = _timed("metadata_s", lh_assets.table_metadata, lambda *a, **k: current["table"])
+    lh_assets._evaluate = _timed("checks_s", lh_assets._evaluate, lambda check, ctx: ctx.table)  # noqa: SLF001
+    lh_assets._previous_state = _timed(  # noqa: SLF001
+        "previous_state_s", lh_assets._previous_state, lambda instance, table: table.name  # noqa: SLF001
+    )
+
+
+def step_times(instance: dg.DagsterInstance, run_id: str) -> tuple[dict, float]:
+    starts, steps = {}, {}
+    run_start = run_end = None
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
+        kind = event.event_type_value
+        if kind == "RUN_START":
+            run_start = entry.timestamp
+        elif kind in ("RUN_SUCCESS", "RUN_FAILURE"):
+            run_end = entry.timestamp
+        elif kind == "STEP_START":
+            starts[event.step_key] = entry.timestamp
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and event.step_key in starts:
+            steps[event.step_key] = entry.timestamp - starts[event.step_key]
+    return steps, (run_end - run_start) if run_start and run_end else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--select", required=True, help="comma-separated asset keys")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--state-du", default="", help="tables whose checkpoint state/ size to report")
+    parser.add_argument("--land-rows", type=int, default=0, help="before each run, land an hour of every source")
+    args = parser.parse_args()
+    instrument()
+    defined = time.monotonic()
+    defs = build_definitions()
+    definitions_s = time.monotonic() - defined
+    instance = dg.DagsterInstance.get()
+    selection = "*" if args.select == "*" else [dg.AssetKey(k) for k in args.select.split(",")]
+    runs = []
+    for i in range(args.runs):
+        if args.land_rows:
+            from datetime import UTC, datetime, timedelta
+
+            from lakehouse_assets.generate import GeneratorOptions, generate
+            from lakehouse_assets.lib.settings import LakehousePaths
+
+            start = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=i)
+            options = GeneratorOptions(files=1, rows=args.land_rows, seed=i, start=start, impressions=args.land_rows // 2)
+            generate(LakehousePaths.from_env(), options)
+        TIMES.clear()
+        PROGRESS.clear()
+        SPARK.clear()
+        t = time.monotonic()
+        result = dg.materialize(
+            assets=list(defs.assets or []),
+            resources=defs.resources,
+            instance=instance,
+            selection=selection,
+            raise_on_error=False,
+        )
+        wall = time.monotonic() - t
+        steps, run_s = step_times(instance, result.run_id)
+        metadata = {}
+        for event in result.get_asset_materialization_events():
+            mat = event.event_specific_data.materialization
+            metadata[mat.asset_key.to_user_string()] = {
+                k: v.value for k, v in mat.metadata.items() if isinstance(v.value, (int, float))
+            }
+        state = {}
+        root = Path(os.environ["LAKEHOUSE_ROOT"])
+        for name in filter(None, args.state_du.split(",")):
+            folder = root / "checkpoints" / name / "query" / "state"
+            state[name] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
+        runs.append({
+            "success": result.success, "wall_s": round(wall, 3), "run_s": round(run_s, 3),
+            "spark_start_s": round(SPARK.get("start_s", 0.0), 3),
+            "steps_s": {k: round(v, 3) for k, v in steps.items()},
+            "tables": {k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in TIMES.items()},
+            "progress": dict(PROGRESS), "metadata": metadata, "state_bytes": state,
+        })  # fmt: skip
+    out = {
+        "import_s": round(IMPORTED - STARTED, 3),
+        "definitions_s": round(definitions_s, 3),
+        "total_s": round(time.monotonic() - STARTED, 3),
+        "runs": runs,
+    }
+    print("BENCH_JSON " + json.dumps(out, default=str), flush=True)
+
+
+if __name__ == "__main__":
+    main()

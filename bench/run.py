@@ -1,0 +1,532 @@
+"""The benchmark suite: ``make bench`` (or ``python -m bench.run [--quick]``).
+
+Runs every measurement on freshly generated data under ``$BENCH_WORKDIR`` (default
+``.cache/bench``), each in fresh processes, and writes ``bench/results.md``,
+``bench/results.json`` and ``bench/history_scaling.png``. Every figure is the median over
+``--reps`` runs. ``--quick`` (or ``BENCH_QUICK=1``) is a small configuration for trying the
+harness; the committed results say which configuration produced them.
+
+Sections (issue 7): 1 incremental run cost vs a plain PySpark script, 2 per-table overhead,
+3 bronze throughput vs plain Spark batch and DuckDB, 4 history scaling, 5 landing-to-gold
+latency under ``dagster dev``, 6 peak memory and state store size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+BENCH = REPO / "bench"
+EVENTS_CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
+CHAIN_TABLES = ["bronze_events", "silver_events", "gold_hourly_revenue"]
+STATEFUL = ["gold_user_sessions", "gold_ad_attribution"]
+T0 = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+@dataclass
+class Config:
+    name: str
+    reps: int = 5
+    base_files: int = 10
+    small_rows: int = 200
+    big_files: int = 20
+    big_rows: int = 100_000
+    throughput_reps: int = 3
+    levels: list[int] = field(default_factory=lambda: [10, 100, 1000, 10000])
+    history_rows: int = 20
+    scaling_reps: int = 3
+    drops: int = 10
+    state_runs: int = 12
+
+
+FULL = Config("full")
+QUICK = Config(
+    "quick", reps=2, base_files=3, small_rows=100, big_files=4, big_rows=5_000, throughput_reps=1,
+    levels=[10, 100], history_rows=10, scaling_reps=1, drops=2, state_runs=3,
+)  # fmt: skip
+
+
+def log(message: str) -> None:
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
+
+
+def median(values: list[float]) -> float:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+# -- processes --------------------------------------------------------------------------------
+
+
+@dataclass
+class Proc:
+    wall_s: float
+    peak_rss: int
+    rc: int
+    out: str
+
+    def json(self) -> dict:
+        for line in reversed(self.out.splitlines()):
+            if line.startswith("BENCH_JSON "):
+                return json.loads(line.removeprefix("BENCH_JSON "))
+        raise RuntimeError(f"no BENCH_JSON in output (rc={self.rc}):\n{self.out[-3000:]}")
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800, check: bool = True) -> Proc:
+    """Run ``cmd`` in its own process group; sample the whole tree's resident memory."""
+    full_env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)  # fmt: skip
+    peak = 0
+    chunks: list[str] = []
+    reader = threading.Thread(target=lambda: chunks.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+    reader.start()
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        if time.monotonic() - started > timeout:
+            os.killpg(proc.pid, 9)
+            raise TimeoutError(f"{cmd[:3]} took over {timeout}s")
+        time.sleep(0.1)
+    wall = time.monotonic() - started
+    reader.join(timeout=10)
+    try:  # nothing it started may outlive it (a JVM left behind would skew the next figure)
+        os.killpg(proc.pid, 9)
+    except ProcessLookupError:
+        pass
+    out = "".join(chunks)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed (rc={proc.returncode}):\n{out[-4000:]}")
+    return Proc(round(wall, 3), peak, proc.returncode, out)
+
+
+class Scenario:
+    """A data root and a Dagster instance (the repository's dagster.yaml, storage moved here)."""
+
+    def __init__(self, workdir: Path, name: str):
+        self.dir = workdir / name
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.root = self.dir / "data"
+        self.home = self.dir / "home"
+        self.home.mkdir(parents=True)
+        text = (REPO / "dagster.yaml").read_text()
+        (self.home / "dagster.yaml").write_text(text.replace("base_dir: data/dagster", f"base_dir: {self.home}/dagster"))
+        self.landed = 0
+        from lakehouse_assets.lib.settings import LakehousePaths
+
+        self.paths = LakehousePaths(str(self.root))
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"LAKEHOUSE_ROOT": str(self.root), "DAGSTER_HOME": str(self.home)}
+
+    def land(self, files: int, rows: int, mirror: list[Scenario] = (), sources: list[str] | None = None,
+             start: datetime | None = None, step: timedelta = timedelta(minutes=5), **options) -> list[Path]:  # fmt: skip
+        """Land ``files`` events files, one generator call each (every file an hour slice that
+        starts ``step`` after the previous one), and the same files into ``mirror`` roots."""
+        from lakehouse_assets.generate import GeneratorOptions, generate
+
+        written = []
+        for _ in range(files):
+            at = start or (T0 + step * self.landed)
+            opts = GeneratorOptions(files=1, rows=rows, seed=self.landed, start=at, **options)
+            written += generate(self.paths, opts, sources or ["events"])
+            self.landed += 1
+        for other in mirror:
+            for path in written:
+                rel = path.relative_to(self.root)
+                target = other.root / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+            other.landed = self.landed
+        return written
+
+    def dagster_cli(self, select: str = EVENTS_CHAIN) -> Proc:
+        return run([str(BIN / "dagster"), "asset", "materialize", "-m", "lakehouse_assets", "--select", select], self.env)
+
+    def dagster_instrumented(self, select: str = EVENTS_CHAIN, *extra: str) -> tuple[Proc, dict]:
+        p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", select, *extra], self.env)
+        return p, p.json()
+
+    def plain(self, *extra: str) -> tuple[Proc, dict]:
+        p = run([str(BIN / "python"), str(BENCH / "plain_pipeline.py"), "--root", str(self.root), *extra])
+        return p, p.json()
+
+
+# -- machine ----------------------------------------------------------------------------------
+
+
+def machine() -> dict:
+    cpu = "?"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    versions = {}
+    for pkg in ("dagster", "pyspark", "delta-spark", "duckdb"):
+        try:
+            from importlib.metadata import version
+
+            versions[pkg] = version(pkg)
+        except Exception:  # noqa: BLE001
+            versions[pkg] = "?"
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(), "python": platform.python_version(), "java": java[0] if java else "?",
+        **versions,
+    }  # fmt: skip
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
+# -- 1 + 2: incremental run cost and per-table overhead ---------------------------------------
+
+
+def bench_incremental(cfg: Config, workdir: Path) -> dict:
+    d, p = Scenario(workdir, "incremental-dagster"), Scenario(workdir, "incremental-plain")
+    log(f"1. incremental: landing {cfg.base_files} history files, warm-up runs (not measured)")
+    d.land(cfg.base_files, cfg.small_rows, mirror=[p])
+    d.dagster_cli()
+    p.plain()
+    dagster, plain, rss_d, rss_p = [], [], [], []
+    for i in range(cfg.reps):
+        d.land(1, cfg.small_rows, mirror=[p])
+        order = [("d", d), ("p", p)] if i % 2 == 0 else [("p", p), ("d", d)]
+        for kind, sc in order:
+            if kind == "d":
+                r = sc.dagster_cli()
+                dagster.append(r.wall_s)
+                rss_d.append(r.peak_rss)
+            else:
+                r, _ = sc.plain()
+                plain.append(r.wall_s)
+                rss_p.append(r.peak_rss)
+        log(f"   rep {i + 1}/{cfg.reps}: dagster CLI {dagster[-1]:.1f}s, plain {plain[-1]:.1f}s")
+    result = {
+        "dagster_s": dagster, "plain_s": plain, "dagster_median_s": median(dagster), "plain_median_s": median(plain),
+        "ratio": median(dagster) / median(plain), "dagster_peak_rss": rss_d, "plain_peak_rss": rss_p,
+    }  # fmt: skip
+    result["overhead"] = bench_overhead(cfg, d, p)
+    return result
+
+
+PHASES = ["queryPlanning", "getBatch", "latestOffset", "addBatch", "walCommit", "commitOffsets", "triggerExecution"]
+
+
+def phase_sums(progress: list[dict]) -> dict[str, float]:
+    sums = {k: 0.0 for k in PHASES}
+    for entry in progress:
+        for k in PHASES:
+            sums[k] += entry["durationMs"].get(k, 0) / 1000
+    sums["batches"] = sum(1 for e in progress if e["numInputRows"] > 0)
+    return sums
+
+
+def split_dagster(res: dict) -> dict:
+    """One instrumented run -> seconds per component, per table and for the whole process."""
+    run_ = res["runs"][0]
+    tables = {}
+    spark_start = run_["spark_start_s"]
+    first = True
+    for name in CHAIN_TABLES:
+        t = run_["tables"].get(name, {})
+        ph = phase_sums(run_["progress"].get(name, []))
+        step = run_["steps_s"].get(name, 0.0)
+        runner = t.get("runner_s", 0.0)
+        own = {
+            "spark_start": spark_start if first else 0.0,
+            "query_planning": ph["queryPlanning"],
+            "source_offsets_listing": ph["latestOffset"] + ph["getBatch"],
+            "write_and_delta_commit": ph["addBatch"],
+            "checkpoint_wal_and_commit": ph["walCommit"] + ph["commitOffsets"],
+            "query_other": max(ph["triggerExecution"] - ph["queryPlanning"] - ph["latestOffset"] - ph["getBatch"]
+                               - ph["addBatch"] - ph["walCommit"] - ph["commitOffsets"], 0.0),
+            "query_start_stop_setup": max(runner - ph["triggerExecution"], 0.0),
+            "metadata": t.get("metadata_s", 0.0),
+            "checks": t.get("checks_s", 0.0),
+            "dagster_step_bookkeeping": max(step - runner - t.get("metadata_s", 0.0) - t.get("checks_s", 0.0)
+                                            - (spark_start if first else 0.0), 0.0),
+            "step_total": step,
+            "micro_batches": ph["batches"],
+        }  # fmt: skip
+        first = False
+        tables[name] = own
+    steps_sum = sum(run_["steps_s"].values())
+    process = {
+        "python_and_dagster_import": res["import_s"] + res["definitions_s"],
+        "run_bookkeeping_outside_steps": max(run_["run_s"] - steps_sum, 0.0),
+        "materialize_call_outside_run": max(run_["wall_s"] - run_["run_s"], 0.0),
+    }
+    return {"tables": tables, "process": process}
+
+
+def split_plain(res: dict) -> dict:
+    tables = {}
+    for name in CHAIN_TABLES:
+        t = res["tables"].get(name, {"duration_s": 0.0, "progress": []})
+        ph = phase_sums(t["progress"])
+        tables[name] = {
+            "query_planning": ph["queryPlanning"], "source_offsets_listing": ph["latestOffset"] + ph["getBatch"],
+            "write_and_delta_commit": ph["addBatch"], "checkpoint_wal_and_commit": ph["walCommit"] + ph["commitOffsets"],
+            "query_start_stop_setup": max(t["duration_s"] - ph["triggerExecution"], 0.0), "table_total": t["duration_s"],
+        }  # fmt: skip
+    return {"tables": tables, "process": {"import": res["import_s"], "spark_start": res["spark_start_s"]}}
+
+
+def median_tree(trees: list[dict]) -> dict:
+    if isinstance(trees[0], dict):
+        return {k: median_tree([t[k] for t in trees]) for k in trees[0]}
+    return round(median(trees), 3)
+
+
+def bench_overhead(cfg: Config, d: Scenario, p: Scenario) -> dict:
+    out = {}
+    for case in ("no_new_data", "one_small_file"):
+        walls_d, walls_p, splits_d, splits_p = [], [], [], []
+        for i in range(cfg.reps):
+            if case == "one_small_file":
+                d.land(1, cfg.small_rows, mirror=[p])
+            rd, jd = d.dagster_instrumented()
+            rp, jp = p.plain()
+            walls_d.append(rd.wall_s)
+            walls_p.append(rp.wall_s)
+            splits_d.append(split_dagster(jd))
+            splits_p.append(split_plain(jp))
+            log(f"2. overhead {case} rep {i + 1}/{cfg.reps}: instrumented dagster {rd.wall_s:.1f}s, plain {rp.wall_s:.1f}s")
+        out[case] = {
+            "dagster_wall_s": median(walls_d), "plain_wall_s": median(walls_p),
+            "dagster": median_tree(splits_d), "plain": median_tree(splits_p),
+        }  # fmt: skip
+    return out
+
+
+# -- 3: throughput ----------------------------------------------------------------------------
+
+DUCKDB_SCRIPT = """
+import duckdb, sys, time, json
+src, out = sys.argv[1], sys.argv[2]
+con = duckdb.connect()
+con.execute("SET threads TO 2")
+t = time.monotonic()
+con.execute(f\"\"\"COPY (SELECT * FROM read_json('{src}/*.jsonl*', format='newline_delimited',
+    ignore_errors=true, union_by_name=true, filename=true)) TO '{out}' (FORMAT parquet)\"\"\")
+elapsed = time.monotonic() - t
+rows = con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0]
+print("BENCH_JSON " + json.dumps({"duration_s": elapsed, "rows": rows}))
+"""
+
+
+def bench_throughput(cfg: Config, workdir: Path) -> dict:
+    src = Scenario(workdir, "throughput-source")
+    log(f"3. throughput: generating {cfg.big_files} x {cfg.big_rows:,} events")
+    files = src.land(cfg.big_files, cfg.big_rows, step=timedelta(hours=1))
+    lines = 0
+    import gzip
+
+    for f in files:
+        opener = gzip.open if f.suffix == ".gz" else open
+        with opener(f, "rt") as handle:
+            lines += sum(1 for line in handle if line.strip())
+    size = sum(f.stat().st_size for f in files)
+    fw, plain, duck, fw_step = [], [], [], []
+    for i in range(cfg.throughput_reps):
+        sc = Scenario(workdir, "throughput-run")
+        landing = sc.root / "landing" / "events"
+        landing.mkdir(parents=True)
+        for f in files:
+            os.link(f, landing / f.name)  # same bytes, no copy (a hard link, not a symlink)
+        _, j = sc.dagster_instrumented("bronze_events,bronze_events_quarantine")
+        r = j["runs"][0]
+        rows = r["metadata"]["bronze_events"]["rows_read"]
+        assert rows == lines, (rows, lines)
+        fw.append(r["tables"]["bronze_events"]["runner_s"])
+        fw_step.append(r["steps_s"]["bronze_events"])
+        _, jp = sc.plain("--batch-bronze", str(sc.dir / "plain-batch"))
+        plain.append(jp["batch_bronze"]["duration_s"])
+        p = run([str(BIN / "python"), "-c", DUCKDB_SCRIPT, str(landing), str(sc.dir / "duck.parquet")])
+        jd = p.json()
+        duck.append(jd["duration_s"])
+        log(f"   rep {i + 1}: framework query {fw[-1]:.1f}s (step {fw_step[-1]:.1f}s), plain batch {plain[-1]:.1f}s, duckdb {duck[-1]:.1f}s")
+    return {
+        "files": cfg.big_files, "rows": lines, "bytes": size, "framework_query_s": fw, "framework_step_s": fw_step,
+        "plain_batch_s": plain, "duckdb_s": duck, "duckdb_rows": jd["rows"],
+        "framework_rows_per_s": lines / median(fw), "framework_step_rows_per_s": lines / median(fw_step),
+        "plain_rows_per_s": lines / median(plain), "duckdb_rows_per_s": lines / median(duck),
+    }  # fmt: skip
+
+
+# -- 4: history scaling -----------------------------------------------------------------------
+
+
+def bench_scaling(cfg: Config, workdir: Path) -> dict:
+    sc = Scenario(workdir, "scaling")
+    levels = []
+    for level in cfg.levels:
+        t = time.monotonic()
+        sc.land(level - sc.landed, cfg.history_rows)
+        ingest = sc.dagster_cli()
+        log(f"4. scaling: {level} files ingested (landing + ingest {time.monotonic() - t:.0f}s, run {ingest.wall_s:.0f}s)")
+        walls, splits = [], []
+        for _ in range(cfg.scaling_reps):
+            sc.land(1, cfg.small_rows)
+            proc, j = sc.dagster_instrumented()
+            walls.append(proc.wall_s)
+            splits.append(split_dagster(j))
+        seen_log = sc.root / "checkpoints" / "bronze_events" / "query" / "sources" / "0"
+        levels.append({
+            "files_before": level, "wall_s": walls, "median_s": median(walls), "split": median_tree(splits),
+            "ingest_run_s": ingest.wall_s,
+            "seen_files_log_bytes": sum(f.stat().st_size for f in seen_log.rglob("*") if f.is_file()),
+        })  # fmt: skip
+        log(f"   one new file after {level}: {median(walls):.1f}s")
+    base = levels[0]["median_s"]
+    for lv in levels:
+        lv["vs_first"] = lv["median_s"] / base
+    return {"levels": levels}
+
+
+# -- 5: latency -------------------------------------------------------------------------------
+
+
+def bench_latency(cfg: Config) -> dict:
+    log(f"5. latency: scripts/measure_latency.py --isolated --drops {cfg.drops}")
+    p = run([str(BIN / "python"), str(REPO / "scripts" / "measure_latency.py"), "--isolated", "--drops", str(cfg.drops),
+             "--timeout", "300"], check=False, timeout=2400)  # fmt: skip
+    drops = [float(m) for m in re.findall(r"after\s+([\d.]+)s", p.out)]
+    summary = re.search(r"p50 ([\d.]+)s, p95 ([\d.]+)s", p.out)
+    return {
+        "ok": p.rc == 0 and bool(summary), "drops_s": drops, "wall_s": p.wall_s,
+        "p50_s": float(summary.group(1)) if summary else None, "p95_s": float(summary.group(2)) if summary else None,
+        "tail": p.out[-1500:] if p.rc else "",
+    }  # fmt: skip
+
+
+# -- 6: memory and state ----------------------------------------------------------------------
+
+
+def bench_state(cfg: Config, workdir: Path) -> dict:
+    sc = Scenario(workdir, "state")
+    log(f"6. state: {cfg.state_runs} runs of every table, an hour of new data each")
+    p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", "*", "--runs", str(cfg.state_runs),
+             "--state-du", ",".join(STATEFUL), "--land-rows", str(cfg.small_rows)], sc.env, timeout=2400)  # fmt: skip
+    j = p.json()
+    series = [
+        {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
+         "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
+        for i, r in enumerate(j["runs"])
+    ]  # fmt: skip
+    return {"series": series, "peak_rss": p.peak_rss, "wall_s": p.wall_s}
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def chart(scaling: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = scaling["levels"]
+    x = [lv["files_before"] for lv in levels]
+    total = [lv["median_s"] for lv in levels]
+    bronze = [lv["split"]["tables"]["bronze_events"]["step_total"] for lv in levels]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(x, total, "o-", label="run with one new file (fresh process, events chain)")
+    ax.plot(x, bronze, "s--", label="bronze_events step")
+    ax.axhline(total[0] * 1.5, color="grey", linestyle=":", label=f"target: 1.5x the {x[0]}-file case")
+    ax.set_xscale("log")
+    ax.set_xlabel("landing files already ingested")
+    ax.set_ylabel("seconds (median)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("History scaling")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1")
+    parser.add_argument("--only", default="1,3,4,5,6", help="sections to run (2 runs with 1)")
+    parser.add_argument("--workdir", default=os.environ.get("BENCH_WORKDIR") or str(REPO / ".cache" / "bench"))
+    parser.add_argument("--out", default=str(BENCH))
+    for name in ("reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int)
+    parser.add_argument("--levels", help="comma-separated history sizes, e.g. 10,100,1000")
+    args = parser.parse_args(argv)
+    cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
+    for name in ("reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
+        if getattr(args, name) is not None:
+            setattr(cfg, name, getattr(args, name))
+            cfg.name += f" {name}={getattr(args, name)}"
+    if args.levels:
+        cfg.levels = [int(x) for x in args.levels.split(",")]
+        cfg.name += f" levels={args.levels}"
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    sections = set(args.only.split(","))
+    started = time.monotonic()
+    results: dict = {
+        "config": asdict(cfg), "machine": machine(), "started": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "load_start": load(),
+    }  # fmt: skip
+    log(f"bench ({cfg.name}) on {results['machine']['cores']} cores, load {results['load_start']}")
+    steps = [("1", "incremental", lambda: bench_incremental(cfg, workdir)),
+             ("3", "throughput", lambda: bench_throughput(cfg, workdir)),
+             ("4", "scaling", lambda: bench_scaling(cfg, workdir)),
+             ("6", "state", lambda: bench_state(cfg, workdir)),
+             ("5", "latency", lambda: bench_latency(cfg))]  # fmt: skip
+    for key, name, fn in steps:
+        if key not in sections:
+            continue
+        t = time.monotonic()
+        try:
+            results[name] = fn()
+        except Exception as error:  # noqa: BLE001 - one broken section must not lose the others
+            log(f"{name} failed: {error}")
+            results[name] = {"error": str(error)[-3000:]}
+        results.setdefault("section_s", {})[name] = round(time.monotonic() - t, 1)
+        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    results["load_end"] = load()
+    results["total_min"] = round((time.monotonic() - started) / 60, 1)
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    from bench.report import write_report
+
+    if "scaling" in results and "error" not in results["scaling"]:
+        chart(results["scaling"], out / "history_scaling.png")
+    write_report(results, out / "results.md")
+    log(f"done in {results['total_min']} min: {out / 'results.md'}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
