@@ -140,6 +140,10 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
 
     instance = dg.DagsterInstance.from_config(str(home))
     try:
+        # one process per run (DefaultRunLauncher + in_process_executor): one JVM per run
+        for run in all_runs:
+            starts = instance.all_logs(run["runId"], of_type={dg.DagsterEventType.STEP_START})
+            assert len({record.dagster_event.pid for record in starts}) == 1, run["runId"]
         intervals = step_intervals(instance, [r["runId"] for r in all_runs])
         assert_no_overlap(intervals)
         spans = [(min(s for sp in intervals.values() for s, _, r in sp if r == run_id),
