@@ -41,7 +41,7 @@ CORPUS: dict[str, bytes] = {
         event("drift-id-number").replace('"drift-id-number"', "12345").encode(),
     ]),  # fmt: skip
     "odd-times.jsonl": b"\n".join([
-        event("t-far-past", event_time="0001-01-01T00:30:00Z").encode(),
+        event("t-far-past", event_time="1200-01-01T00:30:00Z").encode(),
         event("t-far-future", event_time="9999-12-31T22:30:00Z").encode(),
         event("t-nanos-offset", event_time="2026-11-20T10:15:30.123456789+05:45").encode(),
         event("t-epoch", event_time="1763633730").encode(),

@@ -89,7 +89,8 @@ class TableCheck:
 
 
 def _sample(df: DataFrame, columns: list[str]) -> str:
-    return ", ".join(str(tuple(r)) if len(r) > 1 else str(r[0]) for r in df.select(*columns).limit(SAMPLE).collect())
+    as_text = df.select(*[F.col(c).cast("string") for c in columns]).limit(SAMPLE).collect()
+    return ", ".join(str(tuple(r)) if len(r) > 1 else str(r[0]) for r in as_text)
 
 
 def unique(*keys: str, severity: Severity = "ERROR") -> TableCheck:

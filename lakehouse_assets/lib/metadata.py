@@ -7,6 +7,7 @@ from typing import Any
 import dagster as dg
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.runner import RunReport
 
@@ -27,7 +28,9 @@ def table_metadata(spark: SparkSession, path: str, preview_rows: int = 5) -> dic
     table = DeltaTable.forPath(spark, path)
     df = table.toDF()
     version = table.history(1).select("version").first()[0]
-    rows = [r.asDict() for r in df.limit(preview_rows).collect()]
+    # As text, so values Python cannot hold (timestamps before year 1 after a time-zone shift) show.
+    as_text = df.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in df.columns])
+    rows = [r.asDict() for r in as_text.limit(preview_rows).collect()]
     return {
         "dagster/row_count": dg.MetadataValue.int(df.count()),
         "dagster/uri": dg.MetadataValue.path(path),

@@ -39,6 +39,11 @@ def spark_conf(master: str | None = None, extra: dict[str, Any] | None = None) -
         ),
         # Duplicate JSON keys keep the last value (as from_json does) instead of failing the query.
         "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
+        # Proleptic Gregorian throughout: dates before 1582 are written as given, never refused.
+        "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+        "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+        "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+        "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
         "spark.sql.warehouse.dir": str(REPO_ROOT / ".cache" / "spark-warehouse"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",

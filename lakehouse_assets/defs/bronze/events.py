@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
@@ -44,6 +46,7 @@ def parse_event_lines(lines: DataFrame) -> DataFrame:
         not_null("_source_file", "_ingested_at"),
     ],
     owners=["team:data-platform"],
+    freshness=timedelta(hours=6),
     tags={"layer": "bronze"},
 )
 def bronze_events(lines: DataFrame) -> DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -50,6 +52,7 @@ def hourly_revenue(events: DataFrame) -> DataFrame:
         ),  # fmt: skip
     ],
     owners=["team:analytics"],
+    freshness=timedelta(hours=6),
     tags={"layer": "gold"},
 )
 def gold_hourly_revenue(silver_events: DataFrame) -> DataFrame:

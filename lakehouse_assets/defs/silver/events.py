@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -83,6 +85,7 @@ def to_silver_columns(events: DataFrame) -> DataFrame:
     sink=merge(keys=["event_id"], when_matched="ignore"),
     partition_by=["event_date"],
     owners=["team:data-platform"],
+    freshness=timedelta(hours=6),
     tags={"layer": "silver"},
 )
 def silver_events(bronze_events: DataFrame, silver_customers: DataFrame) -> DataFrame:
