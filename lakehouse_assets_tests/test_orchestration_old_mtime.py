@@ -1,11 +1,9 @@
 """A file renamed into place with an old mtime must reach bronze, whatever its age.
 
-The landing sensor notices such a file (see test_orchestration_sensors.py), but Spark's file
-stream source then ignores files whose mtime is older than ``maxFileAge`` (default 7 days)
-before the newest file it has seen. The fix belongs to the framework (``lib/runner.py`` or the
-landing inputs in ``defs/``: read landing folders with ``maxFileAge`` set far beyond any
-plausible age); until then the 30-day case is a strict xfail, which turns into a failure as
-soon as the framework is fixed, so the marker gets removed.
+The landing sensor notices such a file (see test_orchestration_sensors.py); Spark's file stream
+source would then skip files whose mtime is older than ``maxFileAge`` (default 7 days) before
+the newest file it has seen, so the framework reads landing folders with ``maxFileAge`` far
+beyond any plausible age (``lib/runner.py``).
 """
 
 from __future__ import annotations
@@ -34,19 +32,7 @@ def bronze_lines(lakehouse) -> int:
     return lakehouse.table("bronze_events").count() + lakehouse.table("bronze_events_quarantine").count()
 
 
-@pytest.mark.parametrize(
-    "age_days",
-    [
-        2,
-        pytest.param(
-            30,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="framework: Spark's file source skips files older than maxFileAge (7d) before the newest seen",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("age_days", [2, 30, 3650])
 def test_old_mtime_file_reaches_bronze(lakehouse, tmp_path, age_days: float) -> None:
     generate(lakehouse.paths, GeneratorOptions(files=1, rows=50, seed=1), ["events"])
     lakehouse.materialize("bronze_events")

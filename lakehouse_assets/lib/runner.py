@@ -120,6 +120,9 @@ class TableRunner:
             self.spark.readStream.format(source.format)
             .option("pathGlobFilter", source.glob)
             .option("ignoreMissingFiles", "true")
+            # Spark skips files whose mtime is older than the newest seen minus maxFileAge
+            # (7 days by default): a file renamed into place with an old mtime would be lost.
+            .option("maxFileAge", "100000d")
         )
         if source.schema:
             reader = reader.schema(source.schema)
