@@ -133,13 +133,15 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
 
         # start a materialization from the asset's page and watch the run succeed
         browser.get(f"{dev.url}/assets/{MATERIALIZE}")
-        button = wait_until(
-            lambda: browser.find_element(By.XPATH, "//button[normalize-space()='Materialize']"), 120, "Materialize"
-        )
         # the asset's page: kinds, owners, code reference, the sensor that materializes it
         details = ("delta", "Spark", "data-platform", "Source code", "landing_events_sensor")
         wait_until(lambda: all(d in body_text(browser) for d in details), 120, f"the details {details}")
-        button.click()
+
+        def click_materialize() -> bool:  # looked up afresh: the page re-renders as data arrives
+            browser.find_element(By.XPATH, "//button[normalize-space()='Materialize']").click()
+            return True
+
+        wait_until(click_materialize, 120, "the Materialize button")
         toast = wait_until(lambda: "Launched run" in body_text(browser) and body_text(browser), 60, "the launch toast")
         run_id_prefix = toast.split("Launched run", 1)[1].split()[0]
         run = wait_until(lambda: next((r for r in dev.runs() if r["runId"].startswith(run_id_prefix)), None), 60, "run")
