@@ -12,7 +12,6 @@ observation (plotted over time on the asset's page) and as the op's output metad
 """
 
 
-import os
 import time
 from collections.abc import Sequence
 
@@ -28,10 +27,6 @@ from lakehouse_assets.lib.table import StreamingTable
 
 MAINTENANCE_TAG = "lakehouse/maintenance"
 SAFE_RETENTION_HOURS = 168  # Delta's own default: 7 days
-
-
-def default_retention_hours() -> int:
-    return int(os.environ.get("LAKEHOUSE_VACUUM_RETENTION_HOURS", SAFE_RETENTION_HOURS))
 
 
 class MaintenanceConfig(dg.Config):
