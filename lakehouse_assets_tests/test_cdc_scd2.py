@@ -292,3 +292,14 @@ def test_a_run_without_new_changes_writes_nothing(cdc_runs: dict) -> None:
     assert table_history(lh) == before
     events = [e for e in result.get_asset_materialization_events() if e.asset_key.to_user_string() == "silver_customers"]
     assert events[0].materialization.metadata["rows_written"].value == 0
+
+
+@pytest.mark.slow
+def test_full_refresh_rebuilds_the_same_history(cdc_runs: dict) -> None:
+    lh = cdc_runs["lh"]
+    before = table_history(lh)
+    quarantined = sorted(map(str, lh.table("silver_customers_quarantine").select("customer_id", "op").collect()))
+    config = {"ops": {"silver_customers": {"config": {"full_refresh": True}}}}
+    assert lh.materialize(["silver_customers"], run_config=config).success
+    assert table_history(lh) == before == expected_history(lh.root)[0]
+    assert sorted(map(str, lh.table("silver_customers_quarantine").select("customer_id", "op").collect())) == quarantined
