@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.settings import LakehousePaths
@@ -118,6 +118,30 @@ def not_null(*columns: str, severity: Severity = "ERROR") -> TableCheck:
         return CheckOutcome(not nulls, {"null_counts": nulls or "none", "columns": ", ".join(columns)})
 
     return TableCheck("required_columns_not_null", f"No nulls in {', '.join(columns)}.", evaluate, severity)
+
+
+def scd2_valid(*keys: str, valid_from: str = "valid_from", valid_to: str = "valid_to",
+               is_current: str = "is_current") -> TableCheck:  # fmt: skip
+    """SCD2 history is consistent for the keys that changed: at most one current version,
+    current means open-ended, and no two versions of a key overlap in time."""
+    cols = list(keys)
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        table, changed = ctx.read(), ctx.changes()
+        scoped = table if changed is None else table.join(changed.select(*cols).distinct(), cols, "left_semi")
+        current = scoped.where(F.col(is_current)).groupBy(*cols).count().where("count > 1")
+        inconsistent = scoped.where(F.col(is_current) != F.col(valid_to).isNull())
+        ordered = Window.partitionBy(*cols).orderBy(valid_from)
+        overlapping = (
+            scoped.withColumn("__next_from", F.lead(valid_from).over(ordered))
+            .where(F.col("__next_from").isNotNull() & (F.col(valid_to).isNull() | (F.col(valid_to) > F.col("__next_from"))))
+        )  # fmt: skip
+        counts = {"keys_with_several_current": current.count(), "current_flag_mismatches": inconsistent.count(),
+                  "overlapping_versions": overlapping.count()}  # fmt: skip
+        examples = _sample(current.unionByName(overlapping.select(*cols).withColumn("count", F.lit(0))), cols)
+        return CheckOutcome(not any(counts.values()), {**counts, "examples": examples or "none"})
+
+    return TableCheck("scd2_history_valid", "One current version per key and no overlapping validity.", evaluate)
 
 
 def quarantine_rate(max_share: float = 0.1) -> TableCheck:

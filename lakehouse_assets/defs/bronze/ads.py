@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
+from lakehouse_assets.lib.checks import landed_lines_conserved, not_null
 from lakehouse_assets.lib.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 
 IMPRESSION_FIELDS = {"impression_id": "string", "ad_id": "string", "user_id": "string", "impression_time": "string"}
@@ -27,6 +30,8 @@ def parse_lines(lines: DataFrame, fields: dict[str, str]) -> DataFrame:
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine("bronze_ad_impressions_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
     columns=[*IMPRESSION_FIELDS, RESCUED, "_source_file", "_ingested_at"],
+    checks=[landed_lines_conserved(quarantine="bronze_ad_impressions_quarantine"), not_null("_source_file", "_ingested_at")],
+    freshness=timedelta(hours=6),
     owners=["team:data-platform"],
     tags={"layer": "bronze"},
 )
@@ -41,6 +46,8 @@ def bronze_ad_impressions(lines: DataFrame) -> DataFrame:
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine("bronze_ad_clicks_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
     columns=[*CLICK_FIELDS, RESCUED, "_source_file", "_ingested_at"],
+    checks=[landed_lines_conserved(quarantine="bronze_ad_clicks_quarantine"), not_null("_source_file", "_ingested_at")],
+    freshness=timedelta(hours=6),
     owners=["team:data-platform"],
     tags={"layer": "bronze"},
 )

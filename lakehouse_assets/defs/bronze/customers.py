@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
+from lakehouse_assets.lib.checks import not_null
 from lakehouse_assets.lib.parsing import RESCUED
 
 CUSTOMER_FIELDS = ["customer_id", "name", "email", "tier", "country", "op", "updated_at"]
@@ -51,6 +54,8 @@ def parse_customer_records(records: DataFrame) -> DataFrame:
     expectations=[expect_or_quarantine("csv_record_valid", "raw_line IS NULL")],
     quarantine=Quarantine("bronze_customers_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
     columns=BRONZE_CUSTOMERS_COLUMNS,
+    checks=[not_null("_source_file", "_ingested_at")],
+    freshness=timedelta(hours=24),
     owners=["team:data-platform"],
     tags={"layer": "bronze"},
 )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.defs.silver.events import parse_event_time
 from lakehouse_assets.lib import streaming_table
+from lakehouse_assets.lib.checks import not_null, unique
 from lakehouse_assets.lib.settings import allowed_lateness
 
 ATTRIBUTION_WINDOW = "10 minutes"
@@ -70,6 +73,8 @@ def attribute_clicks(
     inputs={},  # bronze_ad_impressions and bronze_ad_clicks, read as streams
     output_mode="append",
     table_properties={"delta.dataSkippingStatsColumns": "impression_id,impression_time"},
+    checks=[unique("impression_id"), not_null("impression_id", "impression_time", "clicked")],
+    freshness=timedelta(hours=6),
     owners=["team:marketing"],
     tags={"layer": "gold"},
 )

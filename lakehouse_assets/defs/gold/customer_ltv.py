@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import change_feed, recompute, streaming_table
+from lakehouse_assets.lib.checks import not_null, reconciles_with, unique
 
 
 def customer_ltv(events: DataFrame) -> DataFrame:
@@ -28,6 +31,17 @@ def customer_ltv(events: DataFrame) -> DataFrame:
     # Update semantics through MERGE: the users a micro-batch touches are recomputed from
     # silver_events (re-read filtered on user_id) and their rows replaced in one MERGE.
     sink=recompute(keys=["user_id"], scope="user_id"),
+    checks=[
+        unique("user_id"),
+        not_null("user_id", "lifetime_revenue", "orders", "first_purchase_at", "last_purchase_at"),
+        reconciles_with(
+            "silver_events",
+            {"revenue": "sum(lifetime_revenue)", "orders": "sum(orders)"},
+            {"revenue": "sum(amount) FILTER (WHERE event_type = 'purchase' AND user_id IS NOT NULL)",
+             "orders": "count_if(event_type = 'purchase' AND user_id IS NOT NULL)"},
+        ),  # fmt: skip
+    ],
+    freshness=timedelta(hours=6),
     owners=["team:analytics"],
     tags={"layer": "gold"},
 )

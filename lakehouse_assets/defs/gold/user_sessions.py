@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import streaming_table
+from lakehouse_assets.lib.checks import not_null, unique
 from lakehouse_assets.lib.settings import allowed_lateness
 from lakehouse_assets.lib.table import stream
 
@@ -57,6 +60,8 @@ def user_sessions(events: DataFrame, gap: str = SESSION_GAP) -> DataFrame:
     # Append mode: a session is emitted once, when the watermark passes its end.
     output_mode="append",
     table_properties={"delta.dataSkippingStatsColumns": "user_id,session_start,session_end"},
+    checks=[unique("user_id", "session_start"), not_null("user_id", "session_start", "session_end", "events")],
+    freshness=timedelta(hours=6),
     owners=["team:analytics"],
     tags={"layer": "gold"},
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -9,6 +11,7 @@ from lakehouse_assets.defs.bronze.customers import BRONZE_CUSTOMERS_COLUMNS
 from lakehouse_assets.defs.silver.events import parse_event_time
 from lakehouse_assets.lib import Quarantine, expect_or_quarantine, streaming_table
 from lakehouse_assets.lib.cdc import auto_cdc
+from lakehouse_assets.lib.checks import not_null, scd2_valid
 
 TRACKED = ["name", "email", "tier", "country"]
 OPS = ("upsert", "delete")
@@ -41,6 +44,8 @@ def typed_changes(bronze: DataFrame) -> DataFrame:
         stored_as="scd2",
     ),
     table_properties={"delta.dataSkippingStatsColumns": "customer_id,valid_from,valid_to"},
+    checks=[scd2_valid("customer_id"), not_null("customer_id", "valid_from", "is_current")],
+    freshness=timedelta(hours=24),
     owners=["team:data-platform"],
     tags={"layer": "silver"},
 )
