@@ -6,9 +6,9 @@ temporary data root) runs the whole time:
 1. a burst of three events files lands: the sensor starts one run, gold gets a version;
 2. a file produced earlier is renamed into place with its old mtime (2 days; for older files see
    test_orchestration_old_mtime.py): it reaches gold too;
-3. ``refresh_all`` and ``ingest_events`` are launched through the UI's GraphQL API while a new
-   file lands, so runs overlap: the per-table pools queue their steps (never two writers per
-   table), and the sensor's run for the new file follows them;
+3. two ``ingest_events`` runs are launched through the UI's GraphQL API while a new file lands,
+   so runs overlap: the per-table pools queue their steps (never two writers per table); the
+   sensor waits for them and, if the file is still new to it, runs after them;
 4. ``dagster dev`` restarts on the same instance: runs and their logs are still there.
 
 Every table is exact afterwards, and every run of phases 1-2 was started by the sensor.
@@ -114,16 +114,16 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
         assert 2 <= len(sensor_runs) <= 3, [tags(r) for r in sensor_runs]  # 4 files, burst merged
         sensor_phase = time.monotonic() - started
 
-        # 3. overlapping runs under the run queue: two launched from the UI's API, one by the sensor
-        manual = [launch(dev, "refresh_all"), launch(dev, "ingest_events")]
+        # 3. overlapping runs under the run queue: two launched through the UI's API while a file
+        #    lands; the sensor waits for them (they carry the source's tag), then runs if need be
+        manual = [launch(dev, "ingest_events"), launch(dev, "ingest_events")]
         generate(paths, GeneratorOptions(files=1, rows=300, seed=13), ["events"])
-        wait_for(lambda: len(dev.runs()) >= len(sensor_runs) + 3, 900, "the sensor's run after the manual ones")
-        dev.wait_idle(900, quiet=8)
+        dev.wait_idle(1800, quiet=15)
         all_runs = dev.runs()
         assert all(r["status"] == "SUCCESS" for r in all_runs), [(r["jobName"], r["status"]) for r in all_runs]
         earlier = {r["runId"] for r in sensor_runs}
         overlap_ids = [r["runId"] for r in all_runs if r["runId"] not in earlier]
-        assert set(manual) <= set(overlap_ids) and len(overlap_ids) == 3
+        assert set(manual) <= set(overlap_ids) and len(overlap_ids) <= 3
 
     # 4. restart on the same instance: runs and logs survive
     with DagsterDev(root=root, home=home, env=ENV) as dev:
