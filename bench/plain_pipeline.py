@@ -274,18 +274,42 @@ class Pipeline:
         return {"duration_s": round(time.monotonic() - started, 3)}
 
 
+def verify(spark: SparkSession, root: str, other: str) -> dict:
+    """Same rows in both roots? (bronze without the landing path prefix and ingestion time)."""
+    checks = {
+        "bronze_events": [c for c in BRONZE_COLUMNS if c not in ("_source_file", "_ingested_at")],
+        "bronze_events_quarantine": ["raw_line"],
+        "silver_events": SILVER_COLUMNS,
+        "silver_events_quarantine": [c for c in BRONZE_COLUMNS if c not in ("_source_file", "_ingested_at")]
+        + ["failed_expectations"],
+        "gold_hourly_revenue": ["window_start", "window_end", "category", "revenue", "orders", "buyers"],
+    }
+    out = {}
+    for name, columns in checks.items():
+        a = spark.read.format("delta").load(f"{root}/tables/{name}").select(*columns)
+        b = spark.read.format("delta").load(f"{other}/tables/{name}").select(*columns)
+        if name == "gold_hourly_revenue":  # sums of doubles in another order: compare rounded
+            a, b = (df.withColumn("revenue", F.round("revenue", 6)) for df in (a, b))
+        out[name] = {"rows": a.count(), "other_rows": b.count(),
+                     "identical": a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", required=True, help="data root: landing/, tables/, checkpoints/")
     parser.add_argument("--tables", default="bronze_events,silver_events,gold_hourly_revenue")
     parser.add_argument("--batch-bronze", metavar="OUT", help="plain batch read-and-write into OUT instead")
+    parser.add_argument("--verify-against", metavar="ROOT", help="compare this root's tables with another root's")
     args = parser.parse_args()
     imported = time.monotonic() - STARTED
     t = time.monotonic()
     spark = spark_session()
     result: dict = {"import_s": round(imported, 3), "spark_start_s": round(time.monotonic() - t, 3), "tables": {}}
     pipeline = Pipeline(spark, args.root)
-    if args.batch_bronze:
+    if args.verify_against:
+        result["verify"] = verify(spark, args.root, args.verify_against)
+    elif args.batch_bronze:
         result["batch_bronze"] = pipeline.batch_bronze(args.batch_bronze)
     else:
         for name in args.tables.split(","):

@@ -62,6 +62,27 @@ QUICK = Config(
 )  # fmt: skip
 
 
+class Budget:
+    """The suite's time budget: each section gets a share of what is left; loops stop adding
+    repetitions (beyond their minimum) once their section's time is up."""
+
+    def __init__(self, minutes: float):
+        self.deadline = time.monotonic() + minutes * 60
+        self.section_end = self.deadline
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def start(self, share: float) -> None:
+        self.section_end = time.monotonic() + max(self.left(), 0) * share
+
+    def more(self, done: int, minimum: int, maximum: int) -> bool:
+        return done < minimum or (done < maximum and time.monotonic() < self.section_end)
+
+
+BUDGET = Budget(10**6)
+
+
 def log(message: str) -> None:
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
 
@@ -124,15 +145,17 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
 class Scenario:
     """A data root and a Dagster instance (the repository's dagster.yaml, storage moved here)."""
 
-    def __init__(self, workdir: Path, name: str):
+    def __init__(self, workdir: Path, name: str, fresh: bool = True):
         self.dir = workdir / name
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if fresh:
+            shutil.rmtree(self.dir, ignore_errors=True)
         self.root = self.dir / "data"
         self.home = self.dir / "home"
-        self.home.mkdir(parents=True)
+        self.home.mkdir(parents=True, exist_ok=True)
         text = (REPO / "dagster.yaml").read_text()
         (self.home / "dagster.yaml").write_text(text.replace("base_dir: data/dagster", f"base_dir: {self.home}/dagster"))
-        self.landed = 0
+        landing = self.root / "landing" / "events"
+        self.landed = len(list(landing.iterdir())) if landing.exists() else 0
         from lakehouse_assets.lib.settings import LakehousePaths
 
         self.paths = LakehousePaths(str(self.root))
@@ -214,7 +237,8 @@ def bench_incremental(cfg: Config, workdir: Path) -> dict:
     d.dagster_cli()
     p.plain()
     dagster, plain, rss_d, rss_p = [], [], [], []
-    for i in range(cfg.reps):
+    i = 0
+    while BUDGET.more(i, min(3, cfg.reps), cfg.reps):
         d.land(1, cfg.small_rows, mirror=[p])
         order = [("d", d), ("p", p)] if i % 2 == 0 else [("p", p), ("d", d)]
         for kind, sc in order:
@@ -226,12 +250,16 @@ def bench_incremental(cfg: Config, workdir: Path) -> dict:
                 r, _ = sc.plain()
                 plain.append(r.wall_s)
                 rss_p.append(r.peak_rss)
-        log(f"   rep {i + 1}/{cfg.reps}: dagster CLI {dagster[-1]:.1f}s, plain {plain[-1]:.1f}s")
+        log(f"   rep {i + 1}: dagster CLI {dagster[-1]:.1f}s, plain {plain[-1]:.1f}s")
+        i += 1
     result = {
         "dagster_s": dagster, "plain_s": plain, "dagster_median_s": median(dagster), "plain_median_s": median(plain),
         "ratio": median(dagster) / median(plain), "dagster_peak_rss": rss_d, "plain_peak_rss": rss_p,
     }  # fmt: skip
     result["overhead"] = bench_overhead(cfg, d, p)
+    _, verified = p.plain("--verify-against", str(d.root))
+    result["verify"] = verified["verify"]
+    log(f"   same tables as the framework: {all(v['identical'] for v in result['verify'].values())}")
     return result
 
 
@@ -308,7 +336,8 @@ def bench_overhead(cfg: Config, d: Scenario, p: Scenario) -> dict:
     out = {}
     for case in ("no_new_data", "one_small_file"):
         walls_d, walls_p, splits_d, splits_p = [], [], [], []
-        for i in range(cfg.reps):
+        i = 0
+        while BUDGET.more(i, min(3, cfg.reps), cfg.reps):
             if case == "one_small_file":
                 d.land(1, cfg.small_rows, mirror=[p])
             rd, jd = d.dagster_instrumented()
@@ -317,7 +346,8 @@ def bench_overhead(cfg: Config, d: Scenario, p: Scenario) -> dict:
             walls_p.append(rp.wall_s)
             splits_d.append(split_dagster(jd))
             splits_p.append(split_plain(jp))
-            log(f"2. overhead {case} rep {i + 1}/{cfg.reps}: instrumented dagster {rd.wall_s:.1f}s, plain {rp.wall_s:.1f}s")
+            log(f"2. overhead {case} rep {i + 1}: instrumented dagster {rd.wall_s:.1f}s, plain {rp.wall_s:.1f}s")
+            i += 1
         out[case] = {
             "dagster_wall_s": median(walls_d), "plain_wall_s": median(walls_p),
             "dagster": median_tree(splits_d), "plain": median_tree(splits_p),
@@ -354,7 +384,9 @@ def bench_throughput(cfg: Config, workdir: Path) -> dict:
             lines += sum(1 for line in handle if line.strip())
     size = sum(f.stat().st_size for f in files)
     fw, plain, duck, fw_step = [], [], [], []
-    for i in range(cfg.throughput_reps):
+    i = 0
+    while BUDGET.more(i, min(2, cfg.throughput_reps), cfg.throughput_reps):
+        i += 1
         sc = Scenario(workdir, "throughput-run")
         landing = sc.root / "landing" / "events"
         landing.mkdir(parents=True)
@@ -371,7 +403,7 @@ def bench_throughput(cfg: Config, workdir: Path) -> dict:
         p = run([str(BIN / "python"), "-c", DUCKDB_SCRIPT, str(landing), str(sc.dir / "duck.parquet")])
         jd = p.json()
         duck.append(jd["duration_s"])
-        log(f"   rep {i + 1}: framework query {fw[-1]:.1f}s (step {fw_step[-1]:.1f}s), plain batch {plain[-1]:.1f}s, duckdb {duck[-1]:.1f}s")
+        log(f"   rep {i}: framework query {fw[-1]:.1f}s (step {fw_step[-1]:.1f}s), plain batch {plain[-1]:.1f}s, duckdb {duck[-1]:.1f}s")
     return {
         "files": cfg.big_files, "rows": lines, "bytes": size, "framework_query_s": fw, "framework_step_s": fw_step,
         "plain_batch_s": plain, "duckdb_s": duck, "duckdb_rows": jd["rows"],
@@ -385,12 +417,25 @@ def bench_throughput(cfg: Config, workdir: Path) -> dict:
 
 def bench_scaling(cfg: Config, workdir: Path) -> dict:
     sc = Scenario(workdir, "scaling")
+    skipped: list[int] = []
     levels = []
+    last_ingest = None
     for level in cfg.levels:
+        if last_ingest and levels:
+            # Ingesting grows with the files; measuring costs about what the last level did.
+            fixed = levels[-1]["median_s"]
+            per_file = max(last_ingest[1] - fixed, 0) / max(last_ingest[0], 1)
+            needed = fixed + per_file * (level - sc.landed) + levels[-1]["measure_s"] + 30
+            if needed > BUDGET.left():
+                log(f"4. scaling: skipping {level} files (needs ~{needed / 60:.0f} min, {BUDGET.left() / 60:.0f} min left)")
+                skipped.append(level)
+                continue
         t = time.monotonic()
         sc.land(level - sc.landed, cfg.history_rows)
         ingest = sc.dagster_cli()
         log(f"4. scaling: {level} files ingested (landing + ingest {time.monotonic() - t:.0f}s, run {ingest.wall_s:.0f}s)")
+        last_ingest = (level - (levels[-1]["files_before"] + cfg.scaling_reps if levels else 0), time.monotonic() - t)
+        measured = time.monotonic()
         walls, splits = [], []
         for _ in range(cfg.scaling_reps):
             sc.land(1, cfg.small_rows)
@@ -400,14 +445,14 @@ def bench_scaling(cfg: Config, workdir: Path) -> dict:
         seen_log = sc.root / "checkpoints" / "bronze_events" / "query" / "sources" / "0"
         levels.append({
             "files_before": level, "wall_s": walls, "median_s": median(walls), "split": median_tree(splits),
-            "ingest_run_s": ingest.wall_s,
+            "ingest_run_s": ingest.wall_s, "measure_s": time.monotonic() - measured,
             "seen_files_log_bytes": sum(f.stat().st_size for f in seen_log.rglob("*") if f.is_file()),
         })  # fmt: skip
         log(f"   one new file after {level}: {median(walls):.1f}s")
     base = levels[0]["median_s"]
     for lv in levels:
         lv["vs_first"] = lv["median_s"] / base
-    return {"levels": levels}
+    return {"levels": levels, "skipped_levels": skipped}
 
 
 # -- 5: latency -------------------------------------------------------------------------------
@@ -480,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int)
     parser.add_argument("--levels", help="comma-separated history sizes, e.g. 10,100,1000")
+    parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 25)),
+                        help="stop adding repetitions / history sizes past this many minutes (default 25)")
     args = parser.parse_args(argv)
     cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
     for name in ("reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
@@ -499,14 +546,18 @@ def main(argv: list[str] | None = None) -> int:
         "load_start": load(),
     }  # fmt: skip
     log(f"bench ({cfg.name}) on {results['machine']['cores']} cores, load {results['load_start']}")
-    steps = [("1", "incremental", lambda: bench_incremental(cfg, workdir)),
-             ("3", "throughput", lambda: bench_throughput(cfg, workdir)),
-             ("4", "scaling", lambda: bench_scaling(cfg, workdir)),
-             ("6", "state", lambda: bench_state(cfg, workdir)),
-             ("5", "latency", lambda: bench_latency(cfg))]  # fmt: skip
-    for key, name, fn in steps:
+    # Shares of the time left when each section starts; scaling takes what remains.
+    steps = [("1", "incremental", 0.35, lambda: bench_incremental(cfg, workdir)),
+             ("3", "throughput", 0.25, lambda: bench_throughput(cfg, workdir)),
+             ("5", "latency", 0.4, lambda: bench_latency(cfg)),
+             ("6", "state", 0.4, lambda: bench_state(cfg, workdir)),
+             ("4", "scaling", 1.0, lambda: bench_scaling(cfg, workdir))]  # fmt: skip
+    global BUDGET
+    BUDGET = Budget(args.budget_min)
+    for key, name, share, fn in steps:
         if key not in sections:
             continue
+        BUDGET.start(share)
         t = time.monotonic()
         try:
             results[name] = fn()
