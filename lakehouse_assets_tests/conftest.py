@@ -9,6 +9,8 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+
+pytest.register_assert_rewrite("lakehouse_assets_tests.contract", "lakehouse_assets_tests.expected")
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.definitions import build_definitions

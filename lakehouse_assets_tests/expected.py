@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +24,12 @@ def file_lines(path: Path) -> list[str]:
     data = path.read_bytes()
     if path.name.endswith(".gz"):
         data = gzip.decompress(data)
-    return data.decode("utf-8", errors="replace").splitlines()
+    lines = re.split(r"\r\n|\r|\n", data.decode("utf-8", errors="replace"))  # as Spark splits
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def is_blank(line: str) -> bool:
+    return re.fullmatch(r"\s*", line) is not None
 
 
 def parse_time(value: object) -> datetime | None:
@@ -60,7 +66,7 @@ class ExpectedEvents:
         self.bad_lines: list[tuple[str, str]] = []
         self.lines_per_file: dict[str, int] = {}
         for path in landed_files(root, "events"):
-            non_blank = [ln for ln in file_lines(path) if ln.strip()]
+            non_blank = [ln for ln in file_lines(path) if not is_blank(ln)]
             self.lines_per_file[path.name] = len(non_blank)
             for line in non_blank:
                 try:
@@ -76,7 +82,7 @@ class ExpectedEvents:
     def failures(record: dict) -> list[str]:
         failed = []
         event_id = record.get("event_id")
-        if not isinstance(event_id, str) or not event_id.strip():
+        if not isinstance(event_id, str) or is_blank(event_id):
             failed.append("event_id_present")
         if parse_time(record.get("event_time")) is None:
             failed.append("event_time_valid")

@@ -144,3 +144,25 @@ def test_lost_bronze_row_breaks_conservation(healthy) -> None:
     check = evaluations(result)[("bronze_events", "landed_lines_conserved")]
     assert not check.passed and not result.success
     assert check.metadata["files_mismatched"].value == 1
+
+
+def test_scd2_history_check_catches_two_current_versions(lakehouse: Lakehouse) -> None:
+    folder = lakehouse.landing("customers")
+    (folder / "changes.csv").write_text(
+        "customer_id,name,email,tier,country,op,updated_at\n"
+        "c1,Ada,a@x,gold,DE,upsert,2026-11-01T00:00:00Z\n"
+        "c1,Ada,a@x,platinum,DE,upsert,2026-11-02T00:00:00Z\n"
+        "c2,Bob,b@x,silver,FR,upsert,2026-11-01T00:00:00Z\n"
+    )
+    selection = ["bronze_customers", "silver_customers"]
+    healthy = lakehouse.materialize(selection)
+    assert evaluations(healthy)[("silver_customers", "scd2_history_valid")].passed
+    table = DeltaTable.forPath(lakehouse.spark, lakehouse.paths.table("silver_customers"))
+    table.update((F.col("customer_id") == "c1") & ~F.col("is_current"), {"is_current": F.lit(True)})
+    result = lakehouse.materialize(selection, raise_on_error=False)
+    check = evaluations(result)[("silver_customers", "scd2_history_valid")]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert check.metadata["keys_with_several_current"].value == 1
+    assert check.metadata["current_flag_mismatches"].value == 1
+    assert "c1" in check.metadata["examples"].value
+    assert not result.success

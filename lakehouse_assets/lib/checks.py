@@ -20,6 +20,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehouse_assets.lib.parsing import BLANK
 from lakehouse_assets.lib.settings import LakehousePaths
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | 
             return CheckOutcome(True, {"files_checked": 0})
         files = sorted(touched)
         lines = (
-            ctx.spark.read.text(files).where(F.trim("value") != "")
+            ctx.spark.read.text(files).where(~F.col("value").rlike(BLANK))
             .groupBy(F.col("_metadata.file_path").alias("file")).count()
         )  # fmt: skip
         stored = None

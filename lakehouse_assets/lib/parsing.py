@@ -14,9 +14,12 @@ RESCUED = "_rescued_data"
 IS_JSON_OBJECT = "_is_json_object"
 
 
+BLANK = r"(?U)^\s*$"  # Unicode white space only (tabs, no-break spaces, ...), or nothing
+
+
 def non_blank_lines(lines: DataFrame, column: str = "value") -> DataFrame:
     """Drop blank (empty or whitespace-only) lines: they carry nothing."""
-    return lines.where(F.trim(F.col(column)) != "")
+    return lines.where(~F.col(column).rlike(BLANK))
 
 
 def _rescued(fields: dict[str, str], as_map: Column, parsed: Column) -> Column:

@@ -24,7 +24,7 @@ SILVER_EVENTS_COLUMNS = [
 ]  # fmt: skip
 
 EXPECTATIONS = [
-    expect_or_quarantine("event_id_present", "event_id IS NOT NULL AND trim(event_id) <> ''"),
+    expect_or_quarantine("event_id_present", r"event_id IS NOT NULL AND NOT event_id RLIKE '(?U)^\\s*$'"),
     expect_or_quarantine("event_time_valid", "event_ts IS NOT NULL"),
     expect_or_quarantine("event_type_known", f"event_type IN {EVENT_TYPES}"),
     expect_or_quarantine(
