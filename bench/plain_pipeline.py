@@ -43,9 +43,10 @@ SILVER_COLUMNS = [
     "event_id", "event_time", "event_date", "user_id", "event_type", "product_id",
     "category", "amount", "page", "device_type", "customer_tier",
 ]  # fmt: skip
+BLANK = r"(?U)^\s*$"  # blank: Unicode white space only, or nothing
 ISO_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?([Zz]|[+-]\d{2}(:?\d{2})?)?$"
 RULES = {
-    "event_id_present": "event_id IS NOT NULL AND trim(event_id) <> ''",
+    "event_id_present": r"event_id IS NOT NULL AND NOT event_id RLIKE '(?U)^\\s*$'",
     "event_time_valid": "event_ts IS NOT NULL",
     "event_type_known": "event_type IN ('page_view', 'add_to_cart', 'purchase')",
     "purchase_amount_valid": "event_type IS DISTINCT FROM 'purchase' OR "
@@ -85,7 +86,7 @@ def spark_session() -> SparkSession:
 
 def parse_events(lines: DataFrame) -> DataFrame:
     """Non-blank lines to typed columns, ``_rescued_data`` and an ``is_object`` flag."""
-    lines = lines.where(F.trim("value") != "").withColumnRenamed("value", "raw_line")
+    lines = lines.where(~F.col("value").rlike(BLANK)).withColumnRenamed("value", "raw_line")
     schema = ", ".join(f"`{n}` {t}" for n, t in EVENT_FIELDS.items())
     as_map = F.from_json("raw_line", "map<string,variant>")
     parsed = F.from_json("raw_line", schema)

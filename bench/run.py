@@ -42,17 +42,17 @@ T0 = datetime(2026, 1, 5, tzinfo=UTC)
 @dataclass
 class Config:
     name: str
-    reps: int = 5
+    reps: int = 3
     base_files: int = 10
     small_rows: int = 200
-    big_files: int = 20
+    big_files: int = 10
     big_rows: int = 100_000
     throughput_reps: int = 3
     levels: list[int] = field(default_factory=lambda: [10, 100, 1000, 10000])
     history_rows: int = 20
     scaling_reps: int = 3
     drops: int = 10
-    state_runs: int = 12
+    state_runs: int = 8
 
 
 FULL = Config("full")

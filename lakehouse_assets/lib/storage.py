@@ -29,6 +29,14 @@ def delete(spark: SparkSession, path: str) -> None:
         fs.delete(hpath, True)
 
 
+def list_names(spark: SparkSession, path: str) -> list[str]:
+    """Names of the entries of the folder ``path`` (empty when it does not exist)."""
+    fs, hpath = _fs(spark, path)
+    if not fs.exists(hpath):
+        return []
+    return [str(status.getPath().getName()) for status in fs.listStatus(hpath)]
+
+
 def read_text(spark: SparkSession, path: str) -> str | None:
     fs, hpath = _fs(spark, path)
     if not fs.exists(hpath):
