@@ -96,9 +96,9 @@ def step_times(instance: dg.DagsterInstance, run_id: str) -> tuple[dict, float]:
         if event is None:
             continue
         kind = event.event_type_value
-        if kind == "RUN_START":
+        if kind == dg.DagsterEventType.RUN_START.value:
             run_start = entry.timestamp
-        elif kind in ("RUN_SUCCESS", "RUN_FAILURE"):
+        elif kind in (dg.DagsterEventType.RUN_SUCCESS.value, dg.DagsterEventType.RUN_FAILURE.value):
             run_end = entry.timestamp
         elif kind == "STEP_START":
             starts[event.step_key] = entry.timestamp

@@ -77,10 +77,20 @@ class Budget:
         self.section_end = time.monotonic() + max(self.left(), 0) * share
 
     def more(self, done: int, minimum: int, maximum: int) -> bool:
+        if done >= 1 and time.monotonic() > self.deadline:
+            return False  # past the whole budget: one repetition is all a section gets
         return done < minimum or (done < maximum and time.monotonic() < self.section_end)
+
+    def fit(self, wanted: int, minimum: int, seconds_each: float | None) -> int:
+        """How many repetitions of ``seconds_each`` fit in the section's time (at least ``minimum``)."""
+        if not seconds_each:
+            return wanted
+        return max(minimum, min(wanted, int((self.section_end - time.monotonic()) / seconds_each)))
 
 
 BUDGET = Budget(10**6)
+# The median incremental CLI run, once measured: how long one run takes on this machine now.
+RUN_ESTIMATE: dict[str, float] = {}
 
 
 def log(message: str) -> None:
@@ -252,6 +262,7 @@ def bench_incremental(cfg: Config, workdir: Path) -> dict:
                 rss_p.append(r.peak_rss)
         log(f"   rep {i + 1}: dagster CLI {dagster[-1]:.1f}s, plain {plain[-1]:.1f}s")
         i += 1
+    RUN_ESTIMATE["cli"] = median(dagster)
     result = {
         "dagster_s": dagster, "plain_s": plain, "dagster_median_s": median(dagster), "plain_median_s": median(plain),
         "ratio": median(dagster) / median(plain), "dagster_peak_rss": rss_d, "plain_peak_rss": rss_p,
@@ -459,8 +470,11 @@ def bench_scaling(cfg: Config, workdir: Path) -> dict:
 
 
 def bench_latency(cfg: Config) -> dict:
-    log(f"5. latency: scripts/measure_latency.py --isolated --drops {cfg.drops}")
-    p = run([str(BIN / "python"), str(REPO / "scripts" / "measure_latency.py"), "--isolated", "--drops", str(cfg.drops),
+    # A drop runs the whole ingest_events job (five tables) plus the sensor and queue: ~1.5 CLI runs.
+    each = RUN_ESTIMATE.get("cli", 0) * 1.5 + 5 if "cli" in RUN_ESTIMATE else None
+    drops = BUDGET.fit(cfg.drops, min(3, cfg.drops), each)
+    log(f"5. latency: scripts/measure_latency.py --isolated --drops {drops}")
+    p = run([str(BIN / "python"), str(REPO / "scripts" / "measure_latency.py"), "--isolated", "--drops", str(drops),
              "--timeout", "300"], check=False, timeout=2400)  # fmt: skip
     drops = [float(m) for m in re.findall(r"after\s+([\d.]+)s", p.out)]
     summary = re.search(r"p50 ([\d.]+)s, p95 ([\d.]+)s", p.out)
@@ -476,8 +490,10 @@ def bench_latency(cfg: Config) -> dict:
 
 def bench_state(cfg: Config, workdir: Path) -> dict:
     sc = Scenario(workdir, "state")
-    log(f"6. state: {cfg.state_runs} runs of every table, an hour of new data each")
-    p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", "*", "--runs", str(cfg.state_runs),
+    # Every table, warm JVM after the first: about 1.5 CLI runs of the events chain each.
+    runs = BUDGET.fit(cfg.state_runs, min(4, cfg.state_runs), RUN_ESTIMATE["cli"] * 1.5 if "cli" in RUN_ESTIMATE else None)
+    log(f"6. state: {runs} runs of every table, an hour of new data each")
+    p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", "*", "--runs", str(runs),
              "--state-du", ",".join(STATEFUL), "--land-rows", str(cfg.small_rows)], sc.env, timeout=2400)  # fmt: skip
     j = p.json()
     series = [
@@ -549,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     # Shares of the time left when each section starts; scaling takes what remains.
     steps = [("1", "incremental", 0.35, lambda: bench_incremental(cfg, workdir)),
              ("3", "throughput", 0.25, lambda: bench_throughput(cfg, workdir)),
-             ("5", "latency", 0.4, lambda: bench_latency(cfg)),
+             ("5", "latency", 0.5, lambda: bench_latency(cfg)),
              ("6", "state", 0.4, lambda: bench_state(cfg, workdir)),
              ("4", "scaling", 1.0, lambda: bench_scaling(cfg, workdir))]  # fmt: skip
     global BUDGET
