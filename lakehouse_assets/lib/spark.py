@@ -16,7 +16,9 @@ from lakehouse_assets.lib.jars import cached_jars
 from lakehouse_assets.lib.settings import REPO_ROOT
 
 
-def spark_conf(master: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def spark_conf(
+    master: str | None = None, extra: dict[str, Any] | None = None, require_jars: bool = True
+) -> dict[str, Any]:
     """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores.
 
     ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width.
@@ -25,7 +27,7 @@ def spark_conf(master: str | None = None, extra: dict[str, Any] | None = None) -
     conf: dict[str, Any] = {
         "spark.master": master,
         "spark.app.name": "lakehouse_assets",
-        "spark.jars": ",".join(cached_jars()),
+        "spark.jars": ",".join(cached_jars() if require_jars else []),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.session.timeZone": "UTC",
@@ -66,6 +68,14 @@ def get_spark(extra: dict[str, Any] | None = None) -> SparkSession:
     return spark
 
 
-def spark_resource() -> LazyPySparkResource:
-    """dagster-pyspark's lazy resource: the JVM starts only when a step first needs Spark."""
-    return LazyPySparkResource(spark_config=spark_conf())
+class SparkResource(LazyPySparkResource):
+    """dagster-pyspark's lazy resource: the JVM starts only when a step first needs Spark, with
+    :func:`spark_conf` (checked then, not at import) plus ``spark_config`` overrides."""
+
+    def _init_session(self) -> None:
+        if self._spark_session is None:
+            self._spark_session = get_spark(extra=self.spark_config)
+
+
+def spark_resource(**overrides: Any) -> SparkResource:
+    return SparkResource(spark_config=overrides)
