@@ -122,7 +122,7 @@ def test_corrupt_gzip_fails_clearly_and_the_next_run_goes_on(lakehouse: Lakehous
     folder = lakehouse.landing("events")
     (folder / "good.jsonl").write_text(event("before-corrupt") + "\n")
     assert lakehouse.materialize(["bronze_events"]).success
-    whole = gzip.compress((event("corrupt-1") + "\n") * 2000)
+    whole = gzip.compress(((event("corrupt-1") + "\n") * 2000).encode())
     (folder / "corrupt.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     (folder / "fine.jsonl").write_text(event("after-corrupt") + "\n")
     failed = lakehouse.materialize(["bronze_events"], raise_on_error=False)

@@ -106,16 +106,23 @@ def _short_error(error: BaseException) -> str:
         if marker in text:
             return text.split(marker, 1)[1].splitlines()[0]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by:")]
+    unreadable = re.search(r"Encountered error while reading file (\S+?)\.?(\s|$)", text)
+    if unreadable:
+        cause = causes[-1] if causes else "unreadable"
+        return (
+            f"cannot read landed file {unreadable.group(1)} ({cause[:300]}); remove it or land a "
+            "fixed copy under a new name, then run again"
+        )
     if "Traceback (most recent call last)" in text:
         # A Python error inside a micro-batch: its last exception line says what went wrong.
         raised = [ln for ln in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Failed)\b", ln)]
+        raised = [ln for ln in raised if not ln.startswith("py4j.protocol.Py4JJavaError")]
         if raised:
-            detail = next((ln for ln in lines if ln.startswith("Encountered error while reading file")), "")
-            return f"{raised[-1]}{' (' + detail + ')' if detail else ''}"[:1500]
-    causes = [ln for ln in lines if ln.startswith("Caused by:")]
+            return raised[-1][:1500]
     head = lines[0] if lines else type(error).__name__
     head = re.sub(r"^\[?[A-Z_]+\]?\s*Query \S+ \[id = [^\]]+, runId = [^\]]+\] terminated with exception:\s*", "", head)
-    message = head if not causes else f"{head} ({causes[-1].removeprefix('Caused by: ')})"
+    message = head if not causes else f"{head} ({causes[-1]})"
     return message[:1500]
 
 
@@ -240,9 +247,7 @@ class TableRunner:
     # -- the run ----------------------------------------------------------------------------
 
     def run(self, table: StreamingTable, full_refresh: bool = False) -> RunReport:
-        lock = None
-        if self.paths.is_local:
-            lock = self.paths.local_path(self.paths.checkpoint(".locks")) / f"{table.name}.lock"
+        lock = self.paths.lock_file(table.name)
 
         def waiting(seconds: float | None = None) -> None:
             if seconds is None:

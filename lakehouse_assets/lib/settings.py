@@ -42,6 +42,10 @@ class LakehousePaths:
     def checkpoint(self, name: str) -> str:
         return f"{self.root}/checkpoints/{name}"
 
+    def lock_file(self, table: str) -> Path | None:
+        """The OS lock every writer of ``table`` holds (local roots; None for object storage)."""
+        return self.local_path(self.checkpoint(".locks")) / f"{table}.lock" if self.is_local else None
+
     def local_path(self, uri: str) -> Path:
         """The local filesystem path of a URI under a local root."""
         if not self.is_local:

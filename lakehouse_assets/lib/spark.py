@@ -54,6 +54,10 @@ def spark_conf(
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
     }
+    if master.startswith("local"):
+        # A local driver talks only to itself: bind to loopback, never to a public interface.
+        conf["spark.driver.bindAddress"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+        conf["spark.driver.host"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
     conf.update(extra or {})
     return conf
 

@@ -64,13 +64,6 @@ def storage_stats(spark: SparkSession, path: str) -> dict[str, int]:
     }
 
 
-def _lock_file(paths: LakehousePaths, table: str):
-    # The same lock file the framework's TableRunner holds while it writes the table.
-    if not paths.is_local:
-        return None
-    return paths.local_path(paths.checkpoint(".locks")) / f"{table}.lock"
-
-
 def maintain_table(
     spark: SparkSession, paths: LakehousePaths, name: str, config: MaintenanceConfig, log=print
 ) -> dict[str, int | float] | None:
@@ -135,7 +128,7 @@ def build_maintenance_job(table: StreamingTable) -> dg.JobDefinition:
                 f"{table.name}: waiting for the writer's lock" if seconds is None else f"waited {seconds:.1f}s for the lock"
             )
 
-        with storage.exclusive_lock(_lock_file(paths, table.name), waiting):
+        with storage.exclusive_lock(paths.lock_file(table.name), waiting):
             for name in table.outputs:
                 figures = maintain_table(session, paths, name, config, context.log.info)
                 if figures is None:
