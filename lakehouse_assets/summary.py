@@ -18,8 +18,12 @@ def _value(metadata: dict, key: str) -> object:
     return getattr(entry, "value", entry)
 
 
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
 def main() -> None:
-    console = Console()
+    console = Console(width=None if Console().is_terminal else 120)
     paths = LakehousePaths.from_env()
     graph = defs.resolve_asset_graph()
     table = Table(title="lakehouse_assets: tables after the last run")
@@ -35,10 +39,10 @@ def main() -> None:
             table.add_row(
                 graph.get(key).group_name,
                 key.to_user_string(),
-                str(_value(metadata, "dagster/row_count") or "-"),
-                str(_value(metadata, "rows_written") or 0),
-                str(_value(metadata, "rows_quarantined") or "-"),
-                str(_value(metadata, "delta_version") if metadata else "-"),
+                _text(_value(metadata, "dagster/row_count")),
+                _text(_value(metadata, "rows_written")),
+                _text(_value(metadata, "rows_quarantined")),
+                _text(_value(metadata, "delta_version")),
             )
     console.print(table)
     console.print(f"Tables:      {paths.root}/tables/<table>  (Delta, path-based)")
