@@ -10,7 +10,7 @@ export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 export DAGSTER_HOME ?= $(CURDIR)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test dev land latency materialize clean-data help
+.PHONY: setup demo test dev land latency materialize clean-data help chaos
 
 help:
 	@echo "make demo   - land a sample batch, materialize every asset, print a summary"
@@ -19,6 +19,7 @@ help:
 	@echo "make land   - drop a new generated batch into the landing zone"
 	@echo "make latency - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
 	@echo "make setup  - create .venv and cache Delta's jars (done by every target)"
+	@echo "make chaos  - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200') and tally lost/duplicated rows"
 
 setup: $(STAMP) $(JARS)
 
@@ -66,6 +67,9 @@ bench: setup
 	@$(BIN)/python -c "import duckdb, matplotlib, psutil" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[test,bench]' || { \
 	  echo "Setup stopped: pip could not install the bench extra (matplotlib, duckdb, psutil); check the network or proxy." >&2; exit 1; }
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.run $(BENCH_ARGS)
+
+chaos: setup
+	@$(BIN)/python -m lakehouse_assets_tests.chaos $(CHAOS_ARGS)
 
 test: setup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
