@@ -77,7 +77,13 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
             "≥ 0.9× plain Spark", vs_plain >= 0.9,
         ))  # fmt: skip
     sc = r.get("scaling", {})
-    if sc.get("levels"):
+    if sc.get("levels") and len(sc["levels"]) < 2:
+        rows.append((
+            "4. History scaling: run with one new file after N files ingested",
+            f"only the {sc['levels'][0]['files_before']:,}-file case ran ({_s(sc['levels'][0]['median_s'])})",
+            "10,000-file case ≤ 1.5× the 10-file case", None,
+        ))  # fmt: skip
+    elif sc.get("levels"):
         first, last = sc["levels"][0], sc["levels"][-1]
         rows.append((
             f"4. History scaling: run with one new file after {first['files_before']:,} vs {last['files_before']:,} files ingested",
@@ -93,7 +99,12 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
         ))  # fmt: skip
     elif lat:
         rows.append(("5. Landing → gold latency", "did not complete (see below)", "p50 < 20 s", None))
-    if "dagster_peak_rss" in inc:
+    if not inc.get("dagster_peak_rss") and r.get("state", {}).get("peak_rss"):
+        rows.append((
+            f"6a. Peak resident memory (process tree: Python + JVM) of {len(r['state']['series'])} runs of every "
+            "table in one process", _mib(r["state"]["peak_rss"]), "—", None,
+        ))  # fmt: skip
+    if inc.get("dagster_peak_rss"):
         rows.append((
             "6a. Peak resident memory of one incremental run (process tree: Python + JVM)",
             f"{_mib(_median(inc['dagster_peak_rss']))} (plain script {_mib(_median(inc['plain_peak_rss']))})", "—", None,
@@ -243,6 +254,10 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
         f"Dagster {m['dagster']}, DuckDB {m['duckdb']} |",
         f"| load average (1/5/15 min) | {r['load_start']} at start, {r.get('load_end', '?')} at the end |",
         "",
+    ]
+    if notes:
+        lines += [notes, ""]
+    lines += [
         "## Summary",
         "",
         summary_table(r),
@@ -251,8 +266,6 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
     missed = explanations(r)
     if missed:
         lines += ["### Missed targets", "", *[m + "\n" for m in missed]]
-    if notes:
-        lines += [notes, ""]
     inc = r.get("incremental", {})
     if "ratio" in inc:
         lines += [
@@ -373,3 +386,42 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
         for k, v in errors.items():
             lines += [f"**{k}**:", "", "```", v[-1500:], "```", ""]
     path.write_text("\n".join(lines) + "\n")
+
+
+def merge(parts: list[dict], note: str = "") -> dict:
+    """Results of several ``bench.run --only ...`` invocations as one (sections, configs, loads)."""
+    merged = dict(parts[0])
+    merged["config"] = dict(parts[0]["config"])
+    merged["config"]["name"] = " + ".join(f"[{p['config']['name']}: {', '.join(k for k in p.get('section_s', {}))}]"
+                                          for p in parts)  # fmt: skip
+    merged["load_start"] = " | ".join(p["load_start"] for p in parts)
+    merged["load_end"] = " | ".join(p.get("load_end", "?") for p in parts)
+    merged["total_min"] = max(p.get("total_min", 0) for p in parts)
+    owned = {"incremental": ("reps", "base_files", "small_rows"), "scaling": ("history_rows", "scaling_reps")}
+    for p in parts:
+        for key in ("incremental", "throughput", "scaling", "latency", "state"):
+            if key in p:
+                merged[key] = p[key]
+                for field in owned.get(key, ()):
+                    merged["config"][field] = p["config"][field]
+    merged["merge_note"] = note
+    return merged
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="Merge results.json files and write results.md")
+    parser.add_argument("parts", nargs="+")
+    parser.add_argument("--out", default=str(Path(__file__).parent))
+    parser.add_argument("--note", default="")
+    args = parser.parse_args()
+    out = Path(args.out)
+    merged = merge([json.loads(Path(p).read_text()) for p in args.parts], args.note)
+    (out / "results.json").write_text(json.dumps(merged, indent=1, default=str))
+    if merged.get("scaling", {}).get("levels"):
+        from bench.run import chart
+
+        chart(merged["scaling"], out / "history_scaling.png")
+    write_report(merged, out / "results.md", merged["merge_note"])

@@ -475,7 +475,7 @@ def bench_latency(cfg: Config) -> dict:
     drops = BUDGET.fit(cfg.drops, min(3, cfg.drops), each)
     log(f"5. latency: scripts/measure_latency.py --isolated --drops {drops}")
     p = run([str(BIN / "python"), str(REPO / "scripts" / "measure_latency.py"), "--isolated", "--drops", str(drops),
-             "--timeout", "300"], check=False, timeout=2400)  # fmt: skip
+             "--timeout", os.environ.get("BENCH_LATENCY_TIMEOUT", "600")], check=False, timeout=2400)  # fmt: skip
     drops = [float(m) for m in re.findall(r"after\s+([\d.]+)s", p.out)]
     summary = re.search(r"p50 ([\d.]+)s, p95 ([\d.]+)s", p.out)
     return {
