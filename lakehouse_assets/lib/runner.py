@@ -405,36 +405,17 @@ class TableRunner:
             spark = batch.sparkSession
             flagged = with_expectation_flags(batch, expectations).persist()
             try:
-                counts = expectation_counts(flagged, expectations)
-                rows = counts.pop("__rows")
+                kept, quarantined, rows = self._evaluate_expectations(table, flagged, report)
                 if rows == 0:
                     return
-                for e in expectations:
-                    if e.action == "fail" and counts[e.name]:
-                        raise ExpectationFailed(
-                            f"{table.name}: expectation {e.name} ({e.condition}) failed on "
-                            f"{counts[e.name]} rows, e.g. {first_failure(flagged, e)}"
-                        )
-                kept, quarantined, dropped = split_by_expectations(flagged, expectations)
                 written = table.sink.write(publish(kept), self._write(spark, table.name, app_id, batch_id))
                 fault_point(table.name, "after_table_write")
-                n_quarantined = 0
-                if table.quarantine:
-                    q = table.quarantine
-                    q_columns = self._quarantine_columns(table, batch)
-                    q_rows = quarantined.select(*q_columns, *([FAILED_EXPECTATIONS] if q.with_failures else []))
-                    n_quarantined = q_rows.count()
-                    if n_quarantined:
-                        append_batch(q_rows, self._write(spark, q.table, f"{app_id}:quarantine", batch_id))
+                n_quarantined = self._write_quarantine(table, quarantined, batch, app_id, batch_id)
                 fault_point(table.name, "after_batch_writes")
                 report.batches += 1
                 report.rows_read += rows
                 report.rows_written += written
                 report.rows_quarantined += n_quarantined
-                report.rows_dropped += dropped.count() if any(e.action == "drop" for e in expectations) else 0
-                report.expectation_rows += rows
-                for name, failed in counts.items():
-                    report.expectation_failures[name] = report.expectation_failures.get(name, 0) + failed
             finally:
                 flagged.unpersist()
 
@@ -486,31 +467,46 @@ class TableRunner:
     ) -> None:
         """Expectations of a recompute table, on the transform of the micro-batch's new input
         rows: count failures, fail the query, and append quarantined rows (idempotently)."""
-        expectations = table.expectations
-        spark = changes.sparkSession
-        flagged = with_expectation_flags(table.transform(**{param: changes}), expectations).persist()
+        flagged = with_expectation_flags(table.transform(**{param: changes}), table.expectations).persist()
         try:
-            counts = expectation_counts(flagged, expectations)
-            rows = counts.pop("__rows")
-            for e in expectations:
-                if e.action == "fail" and counts[e.name]:
-                    raise ExpectationFailed(
-                        f"{table.name}: expectation {e.name} ({e.condition}) failed on "
-                        f"{counts[e.name]} rows, e.g. {first_failure(flagged, e)}"
-                    )
-            _, quarantined, dropped = split_by_expectations(flagged, expectations)
-            if table.quarantine:
-                q = table.quarantine
-                q_columns = self._quarantine_columns(table, flagged)
-                q_rows = quarantined.select(*q_columns, *([FAILED_EXPECTATIONS] if q.with_failures else []))
-                n_quarantined = q_rows.count()
-                if n_quarantined:
-                    append_batch(q_rows, self._write(spark, q.table, f"{app_id}:quarantine", batch_id))
-                report.rows_quarantined += n_quarantined
-            if any(e.action == "drop" for e in expectations):
-                report.rows_dropped += dropped.count()
-            report.expectation_rows += rows
-            for name, failed in counts.items():
-                report.expectation_failures[name] = report.expectation_failures.get(name, 0) + failed
+            _, quarantined, _ = self._evaluate_expectations(table, flagged, report)
+            report.rows_quarantined += self._write_quarantine(table, quarantined, flagged, app_id, batch_id)
         finally:
             flagged.unpersist()
+
+    @staticmethod
+    def _evaluate_expectations(
+        table: StreamingTable, flagged: DataFrame, report: RunReport
+    ) -> tuple[DataFrame, DataFrame, int]:
+        """Count each expectation's failures into the report, fail the query on a violated
+        ``fail`` expectation, and split the rows: (kept, quarantined, number of rows)."""
+        expectations = table.expectations
+        counts = expectation_counts(flagged, expectations)
+        rows = counts.pop("__rows")
+        for e in expectations:
+            if e.action == "fail" and counts[e.name]:
+                raise ExpectationFailed(
+                    f"{table.name}: expectation {e.name} ({e.condition}) failed on "
+                    f"{counts[e.name]} rows, e.g. {first_failure(flagged, e)}"
+                )
+        kept, quarantined, dropped = split_by_expectations(flagged, expectations)
+        if rows and any(e.action == "drop" for e in expectations):
+            report.rows_dropped += dropped.count()
+        report.expectation_rows += rows
+        for name, failed in counts.items():
+            report.expectation_failures[name] = report.expectation_failures.get(name, 0) + failed
+        return kept, quarantined, rows
+
+    def _write_quarantine(
+        self, table: StreamingTable, quarantined: DataFrame, source: DataFrame, app_id: str, batch_id: int
+    ) -> int:
+        """Append the quarantined rows, idempotently; returns how many there were."""
+        q = table.quarantine
+        if q is None:
+            return 0
+        q_columns = self._quarantine_columns(table, source)
+        q_rows = quarantined.select(*q_columns, *([FAILED_EXPECTATIONS] if q.with_failures else []))
+        n_quarantined = q_rows.count()
+        if n_quarantined:
+            append_batch(q_rows, self._write(source.sparkSession, q.table, f"{app_id}:quarantine", batch_id))
+        return n_quarantined
