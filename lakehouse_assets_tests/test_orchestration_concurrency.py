@@ -1,6 +1,6 @@
 """Never two writers on one table: overlapping runs queue on the per-table pools.
 
-Three ``dagster asset materialize --select '+gold_hourly_revenue'`` processes (the CLI path) start at once against
+Three ``dagster asset materialize --select '*gold_hourly_revenue'`` processes (the CLI path) start at once against
 one instance (the repository's dagster.yaml with storage in a temporary folder) and one data
 root. Each table's step claims the pool ``lakehouse/<table>`` (limit 1), so for every table the
 steps of the three runs must not overlap in time, and the framework's OS lock must never have
@@ -29,8 +29,8 @@ from lakehouse_assets_tests.expected import ExpectedEvents, close
 
 pytestmark = pytest.mark.slow
 
-# gold_hourly_revenue and everything upstream of it (the events chain), to keep the test short
-SELECTION = "+gold_hourly_revenue"
+# gold_hourly_revenue and everything upstream of it ("*"; "+" would add one layer only)
+SELECTION = "*gold_hourly_revenue"
 STEP_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
 
 
@@ -78,6 +78,9 @@ def assert_events_exact(spark, root: Path) -> None:
 
 def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark) -> None:
     home = isolated_home(tmp_path / "home")
+    # Create the instance's SQLite schema once: three processes creating it at the same moment
+    # race ("table secondary_indexes already exists").
+    dg.DagsterInstance.from_config(str(home)).dispose()
     root = tmp_path / "lakehouse"
     paths = LakehousePaths(str(root))
     generate(paths, GeneratorOptions(files=3, rows=300, seed=7), ["events"])
