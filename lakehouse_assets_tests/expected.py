@@ -3,7 +3,9 @@ pipeline's code, to compare the tables against."""
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import math
 import re
@@ -119,6 +121,46 @@ class ExpectedEvents:
             orders[key] += 1
             buyers[key].add(r.get("user_id"))
         return {k: (revenue[k], orders[k], len(buyers[k])) for k in revenue}
+
+
+def expected_history(root) -> tuple[dict[str, list[tuple]], int, int]:
+    """SCD2 rows per customer computed in plain Python from every landed file, plus the
+    numbers of valid and invalid records and of malformed CSV records."""
+    valid: set[tuple] = set()
+    invalid = malformed = 0
+    for path in landed_files(root, "customers"):
+        data = path.read_bytes()
+        text = (gzip.decompress(data) if path.name.endswith(".gz") else data).decode()
+        rows = list(csv.reader(io.StringIO(text)))[1:]
+        for row in rows:
+            if not row:
+                continue
+            if len(row) != 7:
+                malformed += 1
+                continue
+            row = [v if v != "" else None for v in row]
+            cid, name, email, tier, country, op, updated = row
+            at = parse_time(updated)
+            if not cid or not cid.strip() or op not in ("upsert", "delete") or at is None:
+                invalid += 1
+                continue
+            valid.add((cid, at, op, name, email, tier, country))
+    history: dict[str, list[tuple]] = {}
+    for cid in sorted({c[0] for c in valid}):
+        current: tuple | None = None  # (values, valid_from)
+        versions: list[list] = []
+        for _, at, op, *values in sorted(c for c in valid if c[0] == cid):
+            if op == "delete":
+                if current is not None:
+                    versions[-1][2] = at
+                current = None
+            elif current is None or tuple(values) != current:
+                if current is not None:
+                    versions[-1][2] = at
+                versions.append([tuple(values), at, None])
+                current = tuple(values)
+        history[cid] = [(cid, v, start, end, end is None) for v, start, end in versions]
+    return history, len(valid), invalid + malformed
 
 
 def close(a: float, b: float) -> bool:

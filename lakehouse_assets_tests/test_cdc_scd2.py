@@ -16,7 +16,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.lib.cdc import scd1_current, scd2_history
 from lakehouse_assets_tests.conftest import Lakehouse
-from lakehouse_assets_tests.expected import landed_files, parse_time
+from lakehouse_assets_tests.expected import expected_history, landed_files, parse_time
 
 HEADER = "customer_id,name,email,tier,country,op,updated_at"
 CHAIN = ["bronze_customers", "silver_customers"]
@@ -139,46 +139,6 @@ c1,"Lovelace, Ada",ada@example.com,silver,GB,upsert,2026-01-05T10:00:00Z
 c2,,,,,delete,2026-01-09T10:00:00Z
 c3,,,,,delete,2026-01-07T10:00:00Z
 """
-
-
-def expected_history(root) -> tuple[dict[str, list[tuple]], int, int]:
-    """SCD2 rows per customer computed in plain Python from every landed file, plus the
-    numbers of valid and invalid records and of malformed CSV records."""
-    valid: set[tuple] = set()
-    invalid = malformed = 0
-    for path in landed_files(root, "customers"):
-        data = path.read_bytes()
-        text = (gzip.decompress(data) if path.name.endswith(".gz") else data).decode()
-        rows = list(csv.reader(io.StringIO(text)))[1:]
-        for row in rows:
-            if not row:
-                continue
-            if len(row) != 7:
-                malformed += 1
-                continue
-            row = [v if v != "" else None for v in row]
-            cid, name, email, tier, country, op, updated = row
-            at = parse_time(updated)
-            if not cid or not cid.strip() or op not in ("upsert", "delete") or at is None:
-                invalid += 1
-                continue
-            valid.add((cid, at, op, name, email, tier, country))
-    history: dict[str, list[tuple]] = {}
-    for cid in sorted({c[0] for c in valid}):
-        current: tuple | None = None  # (values, valid_from)
-        versions: list[list] = []
-        for _, at, op, *values in sorted(c for c in valid if c[0] == cid):
-            if op == "delete":
-                if current is not None:
-                    versions[-1][2] = at
-                current = None
-            elif current is None or tuple(values) != current:
-                if current is not None:
-                    versions[-1][2] = at
-                versions.append([tuple(values), at, None])
-                current = tuple(values)
-        history[cid] = [(cid, v, start, end, end is None) for v, start, end in versions]
-    return history, len(valid), invalid + malformed
 
 
 def table_history(lh: Lakehouse) -> dict[str, list[tuple]]:

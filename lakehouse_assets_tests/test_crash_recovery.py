@@ -14,6 +14,8 @@ from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets_tests.conftest import Lakehouse
 from lakehouse_assets_tests.contract import assert_tables_match_landed_files
 from lakehouse_assets_tests.crash import materialize_in_child
+from lakehouse_assets_tests.expected import expected_history
+from lakehouse_assets_tests.reference import lost_and_duplicated, mirror_landing
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 START = datetime(2026, 11, 20, 6, tzinfo=UTC)
@@ -50,3 +52,38 @@ def test_random_kills_across_landing_rounds(tmp_path: Path, spark) -> None:
         assert final.returncode == 0, final.output
         assert_tables_match_landed_files(Lakehouse(tmp_path / "lakehouse", spark, None))  # type: ignore[arg-type]
     assert kills >= 2, "the random instants should have hit running materializations"
+
+
+# The other sinks at their dangerous instants: the CSV bronze's two writes, the SCD2 MERGE, the
+# recompute MERGE and the two stateful (watermark) queries. In the order the run reaches them,
+# so each run gets one step further than the last before it is killed.
+STATEFUL_FAULTS = (
+    "bronze_customers:after_batch_writes",
+    "gold_ad_attribution:after_table_write",
+    "silver_customers:after_table_write",
+    "gold_customer_ltv:after_table_write",
+    "gold_user_sessions:after_table_write",
+)
+
+
+def test_kills_in_merge_scd2_and_stateful_tables_leave_what_a_clean_run_leaves(tmp_path: Path, spark) -> None:
+    subject, reference = tmp_path / "subject", tmp_path / "reference"
+    options = GeneratorOptions(files=1, rows=300, seed=40, start=START, late=0.2, duplicate=0.1)
+    files = generate(LakehousePaths(str(subject / "lakehouse")), options)
+    mirror_landing(files, subject / "lakehouse", reference / "lakehouse")
+    # The reference: the same files, one clean run.
+    assert materialize_in_child(reference, "*").returncode == 0
+    for fault in STATEFUL_FAULTS:
+        outcome = materialize_in_child(subject, "*", fault=fault)
+        assert outcome.killed, f"{fault} did not fire:\n{outcome.output}"
+    final = materialize_in_child(subject, "*")
+    assert final.returncode == 0, final.output
+    spark.catalog.clearCache()
+    differences = lost_and_duplicated(spark, subject / "lakehouse", reference / "lakehouse")
+    assert {t: d for t, d in differences.items() if any(d)} == {}
+    history, _, _ = expected_history(subject / "lakehouse")
+    got = {
+        (r["customer_id"], (r["name"], r["email"], r["tier"], r["country"]), r["valid_from"], r["valid_to"], r["is_current"])
+        for r in spark.read.format("delta").load(str(subject / "lakehouse" / "tables" / "silver_customers")).collect()
+    }
+    assert got == {row for rows in history.values() for row in rows}

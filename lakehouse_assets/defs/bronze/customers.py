@@ -26,6 +26,11 @@ CSV_OPTIONS = {
     "escape": '"',
     "mode": "PERMISSIVE",
     "columnNameOfCorruptRecord": CORRUPT,
+    # Each file's header must name the declared columns in order (case-insensitive). Spark's
+    # default maps by position and drops the first line as a header even when it is data, so a
+    # file without a header would silently lose a record and a reordered one would swap values;
+    # checked, such a file stops the run with a message naming it.
+    "enforceSchema": "false",
     # Rate limit: at most this many landed files per micro-batch (the backlog is split).
     "maxFilesPerTrigger": "100",
 }
