@@ -3,6 +3,7 @@
 import inspect
 import warnings
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import dagster as dg
 from dagster_pyspark import LazyPySparkResource
@@ -96,18 +97,20 @@ def _check_specs(table: StreamingTable) -> list[dg.AssetCheckSpec]:
     ]
 
 
-def _previous_state(instance: dg.DagsterInstance, table: StreamingTable) -> tuple[dict[str, int], dict[str, str] | None]:
-    """Delta versions and schema recorded by each output's last materialization."""
-    versions: dict[str, int] = {}
-    schema = None
+def _previous_metadata(instance: dg.DagsterInstance, table: StreamingTable) -> dict[str, dict[str, Any]]:
+    """The metadata each output's last materialization recorded (empty when never materialized)."""
+    previous: dict[str, dict[str, Any]] = {}
     for name in table.outputs:
         event = instance.get_latest_materialization_event(dg.AssetKey(name))
-        metadata = event.asset_materialization.metadata if event and event.asset_materialization else {}
-        if "delta_version" in metadata:
-            versions[name] = int(metadata["delta_version"].value)
-        if name == table.name and "dagster/column_schema" in metadata:
-            columns = metadata["dagster/column_schema"].value.columns
-            schema = {c.name: c.type for c in columns}
+        previous[name] = dict(event.asset_materialization.metadata) if event and event.asset_materialization else {}
+    return previous
+
+
+def _previous_state(previous: dict[str, dict[str, Any]], table: StreamingTable) -> tuple[dict[str, int], dict[str, str] | None]:
+    """Delta versions and schema recorded by each output's last materialization."""
+    versions = {name: int(m["delta_version"].value) for name, m in previous.items() if "delta_version" in m}
+    own = previous.get(table.name, {})
+    schema = {c.name: c.type for c in own["dagster/column_schema"].value.columns} if "dagster/column_schema" in own else None
     return versions, schema
 
 
@@ -151,9 +154,8 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
         runner = TableRunner(session, lakehouse.paths, context.log.info)
         selected_checks = {key.name for key in context.selected_asset_check_keys}
         checks = [c for c in table.all_checks if c.name in selected_checks]
-        versions, schema = _previous_state(context.instance, table)
-        if config.full_refresh:
-            versions = {}
+        previous = {} if config.full_refresh else _previous_metadata(context.instance, table)
+        versions, schema = _previous_state(previous, table)
         try:
             report: RunReport | None = runner.run(table, full_refresh=config.full_refresh)
         except LakehouseError as error:
@@ -168,14 +170,19 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
         if table.name in selected:
             yield dg.MaterializeResult(
                 asset_key=table.name,
-                metadata={**run_metadata(report), **table_metadata(session, lakehouse.paths.table(table.name))},
+                metadata={
+                    **run_metadata(report),
+                    **table_metadata(session, lakehouse.paths.table(table.name), previous.get(table.name)),
+                },
             )
         if table.quarantine and table.quarantine.table in selected:
             yield dg.MaterializeResult(
                 asset_key=table.quarantine.table,
                 metadata={
                     "rows_written": report.rows_quarantined,
-                    **table_metadata(session, lakehouse.paths.table(table.quarantine.table)),
+                    **table_metadata(
+                        session, lakehouse.paths.table(table.quarantine.table), previous.get(table.quarantine.table)
+                    ),
                 },
             )
         check_context = CheckContext(session, lakehouse.paths, table.name, report, versions, schema)

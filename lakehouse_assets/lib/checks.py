@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehouse_assets.lib import storage
 from lakehouse_assets.lib.parsing import BLANK
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -42,13 +42,17 @@ class CheckContext:
     # Delta version of each output table at its last materialization (absent: never checked).
     previous_versions: dict[str, int]
     previous_schema: dict[str, str] | None
+    _versions: dict[str, int] = field(default_factory=dict, repr=False)
 
     def read(self, name: str | None = None) -> DataFrame:
         return self.spark.read.format("delta").load(self.paths.table(name or self.table))
 
     def version(self, name: str | None = None) -> int:
-        path = self.paths.table(name or self.table)
-        return int(DeltaTable.forPath(self.spark, path).history(1).first()["version"])
+        """The table's current Delta version (read once per step: checks run after the writes)."""
+        name = name or self.table
+        if name not in self._versions:
+            self._versions[name] = storage.delta_version(self.spark, self.paths.table(name)) or 0
+        return self._versions[name]
 
     def changes(
         self, name: str | None = None, kinds: tuple[str, ...] = ("insert", "update_postimage")

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import dagster as dg
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from lakehouse_assets.lib import storage
 from lakehouse_assets.lib.runner import RunReport
+
+# What describes the table's content, so it can be carried over while the version stands still.
+CONTENT_KEYS = ("dagster/row_count", "dagster/column_schema", "preview")
 
 
 def markdown_preview(rows: list[dict[str, Any]], columns: list[str], width: int = 40) -> str:
@@ -23,22 +26,35 @@ def markdown_preview(rows: list[dict[str, Any]], columns: list[str], width: int 
     return "\n".join(lines)
 
 
-def table_metadata(spark: SparkSession, path: str, preview_rows: int = 5) -> dict[str, Any]:
-    """Row count, schema, URI, Delta version and a few rows of the Delta table at ``path``."""
-    table = DeltaTable.forPath(spark, path)
-    df = table.toDF()
-    version = table.history(1).select("version").first()[0]
+def table_metadata(
+    spark: SparkSession, path: str, previous: dict[str, Any] | None = None, preview_rows: int = 5
+) -> dict[str, Any]:
+    """Row count, schema, URI, Delta version and a few rows of the Delta table at ``path``.
+
+    ``previous`` is the metadata of the table's last materialization: when the table is still
+    at the version recorded there, its content figures are carried over instead of recomputed
+    (two Spark jobs saved per table on a run that wrote nothing)."""
+    version = storage.delta_version(spark, path)
+    base = {"dagster/uri": dg.MetadataValue.path(path), "delta_version": dg.MetadataValue.int(int(version or 0))}
+    previous = previous or {}
+    if (
+        version is not None
+        and "delta_version" in previous
+        and int(previous["delta_version"].value) == version
+        and all(k in previous for k in CONTENT_KEYS)
+    ):
+        return {**{k: previous[k] for k in CONTENT_KEYS}, **base}
+    df = spark.read.format("delta").load(path)
     # As text, so values Python cannot hold (timestamps before year 1 after a time-zone shift) show.
     as_text = df.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in df.columns])
     rows = [r.asDict() for r in as_text.limit(preview_rows).collect()]
     return {
         "dagster/row_count": dg.MetadataValue.int(df.count()),
-        "dagster/uri": dg.MetadataValue.path(path),
         "dagster/column_schema": dg.TableSchema(
             columns=[dg.TableColumn(f.name, f.dataType.simpleString()) for f in df.schema.fields]
         ),
-        "delta_version": dg.MetadataValue.int(int(version)),
         "preview": dg.MetadataValue.md(markdown_preview(rows, df.columns)),
+        **base,
     }
 
 

@@ -293,15 +293,14 @@ class TableRunner:
         last = max(ids)
         committed = storage.exists(self.spark, f"{query}/commits/{last}")
         source = self.paths.table(streams[0].table)
-        versions = [int(n[:-5]) for n in storage.list_names(self.spark, f"{source}/_delta_log")
-                    if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]  # fmt: skip
-        if not committed or not versions:
+        latest = storage.delta_version(self.spark, source)
+        if not committed or latest is None:
             return None
         if not all(DeltaTable.isDeltaTable(self.spark, self.paths.table(name)) for name in table.outputs):
             return None
         table_id = DeltaTable.forPath(self.spark, source).detail().select("id").first()[0]
         offsets = (storage.read_text(self.spark, f"{query}/offsets/{last}") or "").strip().splitlines()
-        return streams[0].table if idle_stream_input(offsets, committed, max(versions), table_id) else None
+        return streams[0].table if idle_stream_input(offsets, committed, latest, table_id) else None
 
     def _run(self, table: StreamingTable) -> RunReport:
         self._guard_checkpoint(table)

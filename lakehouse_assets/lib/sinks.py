@@ -17,6 +17,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
+from lakehouse_assets.lib import storage
+
 DELETE_FLAG = "__lh_delete"
 
 
@@ -54,9 +56,8 @@ def append_batch(df: DataFrame, write: BatchWrite) -> None:
 
 
 def last_commit_metrics(spark: SparkSession, path: str) -> dict[str, int]:
-    row = DeltaTable.forPath(spark, path).history(1).select("operationMetrics").first()
-    metrics = (row and row["operationMetrics"]) or {}
-    return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
+    version = storage.delta_version(spark, path)
+    return {} if version is None else storage.delta_commit_metrics(spark, path, version)
 
 
 def _orderable(df: DataFrame) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +47,25 @@ def read_text(spark: SparkSession, path: str) -> str | None:
         return str(spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))  # noqa: SLF001
     finally:
         stream.close()
+
+
+def delta_version(spark: SparkSession, table_path: str) -> int | None:
+    """The latest committed version of the Delta table at ``table_path``, read from its log's
+    listing: no Spark job (``DeltaTable.history`` costs one, ~0.8 s warm on 2 cores)."""
+    names = list_names(spark, f"{table_path}/_delta_log")
+    versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
+    return max(versions) if versions else None
+
+
+def delta_commit_metrics(spark: SparkSession, table_path: str, version: int) -> dict[str, int]:
+    """The numeric ``operationMetrics`` Delta recorded in the commit ``version``."""
+    text = read_text(spark, f"{table_path}/_delta_log/{version:020d}.json") or ""
+    for line in text.splitlines():
+        action = json.loads(line) if line.strip() else {}
+        if "commitInfo" in action:
+            metrics = action["commitInfo"].get("operationMetrics") or {}
+            return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
+    return {}
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:
