@@ -83,8 +83,8 @@ def instrument() -> None:
     TableRunner.run = run
     lh_assets.table_metadata = _timed("metadata_s", lh_assets.table_metadata, lambda *a, **k: current["table"])
     lh_assets._evaluate = _timed("checks_s", lh_assets._evaluate, lambda check, ctx: ctx.table)  # noqa: SLF001
-    lh_assets._previous_state = _timed(  # noqa: SLF001
-        "previous_state_s", lh_assets._previous_state, lambda instance, table: table.name  # noqa: SLF001
+    lh_assets._previous_metadata = _timed(  # noqa: SLF001
+        "previous_state_s", lh_assets._previous_metadata, lambda instance, table: table.name  # noqa: SLF001
     )
 
 

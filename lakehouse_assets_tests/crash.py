@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ def materialize_in_child(
     kill_after: float | None = None,
     fault: str | None = None,
     timeout: float = 900,
+    run_config: dict | None = None,
 ) -> Outcome:
     """``dagster asset materialize`` in its own process group; SIGKILL the whole group after
     ``kill_after`` seconds, or let ``LAKEHOUSE_FAULT`` kill it at a precise instant."""
@@ -37,11 +39,12 @@ def materialize_in_child(
     env.pop("LAKEHOUSE_FAULT", None)
     if fault:
         env["LAKEHOUSE_FAULT"] = fault
+    config = ["--config-json", json.dumps(run_config)] if run_config else []
     log = root / "child.log"
     started = time.monotonic()
     with open(log, "ab") as out:
         child = subprocess.Popen(
-            [DAGSTER, "asset", "materialize", "-m", "lakehouse_assets", "--select", selection],
+            [DAGSTER, "asset", "materialize", "-m", "lakehouse_assets", "--select", selection, *config],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         killed = False
