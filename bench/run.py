@@ -541,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int)
     parser.add_argument("--levels", help="comma-separated history sizes, e.g. 10,100,1000")
-    parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 25)),
-                        help="stop adding repetitions / history sizes past this many minutes (default 25)")
+    parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 20)),
+                        help="stop adding repetitions / history sizes past this many minutes (default 20)")
     args = parser.parse_args(argv)
     cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
     for name in ("reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
