@@ -87,3 +87,21 @@ def test_kills_in_merge_scd2_and_stateful_tables_leave_what_a_clean_run_leaves(t
         for r in spark.read.format("delta").load(str(subject / "lakehouse" / "tables" / "silver_customers")).collect()
     }
     assert got == {row for rows in history.values() for row in rows}
+
+
+def test_a_full_refresh_killed_midway_then_rerun_leaves_exact_tables(tmp_path: Path, spark) -> None:
+    land(tmp_path, seed=50)
+    assert materialize_in_child(tmp_path, CHAIN).returncode == 0
+    land(tmp_path, seed=51)
+    refresh = {"ops": {"silver_events": {"config": {"full_refresh": True}}}}
+    # Killed after the rebuild's first Delta commit, before its checkpoint records it.
+    outcome = materialize_in_child(tmp_path, CHAIN, fault="silver_events:after_table_write", run_config=refresh)
+    assert outcome.killed, outcome.output
+    # A plain run picks the rebuild up where it stopped; a second full refresh also ends exact.
+    assert materialize_in_child(tmp_path, CHAIN).returncode == 0
+    assert_tables_match_landed_files(Lakehouse(tmp_path / "lakehouse", spark, None))  # type: ignore[arg-type]
+    outcome = materialize_in_child(tmp_path, CHAIN, fault="silver_events:after_table_write", run_config=refresh)
+    assert outcome.killed, outcome.output
+    assert materialize_in_child(tmp_path, CHAIN, run_config=refresh).returncode == 0
+    spark.catalog.clearCache()
+    assert_tables_match_landed_files(Lakehouse(tmp_path / "lakehouse", spark, None))  # type: ignore[arg-type]
