@@ -30,7 +30,7 @@ from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark import get_spark
 from lakehouse_assets_tests.crash import materialize_in_child
-from lakehouse_assets_tests.expected import ExpectedEvents, expected_history
+from lakehouse_assets_tests.expected import ExpectedEvents, expected_history, scd2_row
 from lakehouse_assets_tests.reference import lost_and_duplicated, mirror_landing
 
 
@@ -62,10 +62,7 @@ def independent_tally(root: Path, spark: SparkSession) -> dict[str, tuple[int, i
     result["gold_hourly_revenue (plain Python)"] = (sum((answer - gold).values()), sum((gold - answer).values()))
     history, _, _ = expected_history(root)
     want = Counter(row for rows in history.values() for row in rows)
-    got = Counter(
-        (r["customer_id"], (r["name"], r["email"], r["tier"], r["country"]), r["valid_from"], r["valid_to"], r["is_current"])
-        for r in _read(spark, root, "silver_customers").collect()
-    )
+    got = Counter(scd2_row(r) for r in _read(spark, root, "silver_customers").collect())
     result["silver_customers SCD2 (plain Python)"] = (sum((want - got).values()), sum((got - want).values()))
     return result
 

@@ -123,6 +123,12 @@ class ExpectedEvents:
         return {k: (revenue[k], orders[k], len(buyers[k])) for k in revenue}
 
 
+def scd2_row(row) -> tuple:
+    """A ``silver_customers`` row in the form ``expected_history`` gives its versions."""
+    return (row["customer_id"], (row["name"], row["email"], row["tier"], row["country"]),
+            row["valid_from"], row["valid_to"], row["is_current"])  # fmt: skip
+
+
 def expected_history(root) -> tuple[dict[str, list[tuple]], int, int]:
     """SCD2 rows per customer computed in plain Python from every landed file, plus the
     numbers of valid and invalid records and of malformed CSV records."""

@@ -7,8 +7,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-from collections import Counter
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pytest
 from pyspark.sql import SparkSession
@@ -16,7 +15,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.lib.cdc import scd1_current, scd2_history
 from lakehouse_assets_tests.conftest import Lakehouse
-from lakehouse_assets_tests.expected import expected_history, landed_files, parse_time
+from lakehouse_assets_tests.expected import expected_history, landed_files, parse_time, scd2_row
 
 HEADER = "customer_id,name,email,tier,country,op,updated_at"
 CHAIN = ["bronze_customers", "silver_customers"]
@@ -145,10 +144,7 @@ def table_history(lh: Lakehouse) -> dict[str, list[tuple]]:
     rows = lh.table("silver_customers").collect()
     history: dict[str, list[tuple]] = {}
     for r in sorted(rows, key=lambda r: (r["customer_id"], r["valid_from"])):
-        history.setdefault(r["customer_id"], []).append(
-            (r["customer_id"], (r["name"], r["email"], r["tier"], r["country"]),
-             r["valid_from"], r["valid_to"], r["is_current"])
-        )  # fmt: skip
+        history.setdefault(r["customer_id"], []).append(scd2_row(r))
     return history
 
 

@@ -14,7 +14,7 @@ from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets_tests.conftest import Lakehouse
 from lakehouse_assets_tests.contract import assert_tables_match_landed_files
 from lakehouse_assets_tests.crash import materialize_in_child
-from lakehouse_assets_tests.expected import expected_history
+from lakehouse_assets_tests.expected import expected_history, scd2_row
 from lakehouse_assets_tests.reference import lost_and_duplicated, mirror_landing
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
@@ -82,10 +82,8 @@ def test_kills_in_merge_scd2_and_stateful_tables_leave_what_a_clean_run_leaves(t
     differences = lost_and_duplicated(spark, subject / "lakehouse", reference / "lakehouse")
     assert {t: d for t, d in differences.items() if any(d)} == {}
     history, _, _ = expected_history(subject / "lakehouse")
-    got = {
-        (r["customer_id"], (r["name"], r["email"], r["tier"], r["country"]), r["valid_from"], r["valid_to"], r["is_current"])
-        for r in spark.read.format("delta").load(str(subject / "lakehouse" / "tables" / "silver_customers")).collect()
-    }
+    silver_customers = spark.read.format("delta").load(str(subject / "lakehouse" / "tables" / "silver_customers"))
+    got = {scd2_row(r) for r in silver_customers.collect()}
     assert got == {row for rows in history.values() for row in rows}
 
 

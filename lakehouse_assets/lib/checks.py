@@ -42,7 +42,7 @@ class CheckContext:
     # Delta version of each output table at its last materialization (absent: never checked).
     previous_versions: dict[str, int]
     previous_schema: dict[str, str] | None
-    _versions: dict[str, int] = field(default_factory=dict, repr=False)
+    _versions: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def read(self, name: str | None = None) -> DataFrame:
         return self.spark.read.format("delta").load(self.paths.table(name or self.table))
