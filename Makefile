@@ -53,8 +53,17 @@ land: setup
 
 # Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
 # logs and cursors are kept in data/dagster (see dagster.yaml) and survive a restart.
+# Runs use a warm Spark session (lakehouse_assets/lib/warm_spark.py) on LAKEHOUSE_SPARK_PORT
+# (15010) unless WARM_SPARK=0: no JVM start per run, so files reach gold in seconds.
 dev: setup
-	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/dagster dev -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
+	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; \
+	if [ "$${WARM_SPARK:-1}" != 0 ]; then \
+	  port=$${LAKEHOUSE_SPARK_PORT:-15010}; \
+	  $(BIN)/python -m lakehouse_assets.lib.warm_spark --port $$port & server=$$!; \
+	  trap 'kill $$server 2>/dev/null; wait $$server 2>/dev/null' EXIT; \
+	  export LAKEHOUSE_SPARK_SERVER=http://127.0.0.1:$$port; \
+	fi; \
+	$(BIN)/dagster dev -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
 
 # Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
 latency: setup

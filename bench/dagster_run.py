@@ -24,11 +24,12 @@ from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import dagster as dg  # noqa: E402
-import dagster_pyspark.resources as dagster_pyspark_resources  # noqa: E402
 
 import lakehouse_assets.lib.assets as lh_assets  # noqa: E402
+import lakehouse_assets.lib.execution as execution  # noqa: E402
 from lakehouse_assets.definitions import build_definitions  # noqa: E402
 from lakehouse_assets.lib.runner import TableRunner  # noqa: E402
+from lakehouse_assets.lib.spark import SparkResource  # noqa: E402
 
 IMPORTED = time.monotonic()
 
@@ -50,15 +51,16 @@ def _timed(key: str, fn, name_of=None):
 
 
 def instrument() -> None:
-    original_session = dagster_pyspark_resources.spark_session_from_config
+    original_init = SparkResource._init_session
 
-    def session(*args, **kwargs):
+    def init_session(self):
         t = time.monotonic()
-        spark = original_session(*args, **kwargs)
-        SPARK["start_s"] = SPARK.get("start_s", 0.0) + time.monotonic() - t
-        return spark
+        try:
+            return original_init(self)
+        finally:
+            SPARK["start_s"] = SPARK.get("start_s", 0.0) + time.monotonic() - t
 
-    dagster_pyspark_resources.spark_session_from_config = session
+    SparkResource._init_session = init_session
     TableRunner.run = _timed("runner_s", TableRunner.run, lambda self, table, *a, **k: table.name)
     original_await = TableRunner._await
 
@@ -81,8 +83,8 @@ def instrument() -> None:
         return original_run(self, table, *args, **kwargs)
 
     TableRunner.run = run
-    lh_assets.table_metadata = _timed("metadata_s", lh_assets.table_metadata, lambda *a, **k: current["table"])
-    lh_assets._evaluate = _timed("checks_s", lh_assets._evaluate, lambda check, ctx: ctx.table)  # noqa: SLF001
+    execution.table_metadata = _timed("metadata_s", execution.table_metadata, lambda *a, **k: current["table"])
+    execution.evaluate_check = _timed("checks_s", execution.evaluate_check, lambda check, ctx: ctx.table)
     lh_assets._previous_metadata = _timed(  # noqa: SLF001
         "previous_state_s", lh_assets._previous_metadata, lambda instance, table: table.name  # noqa: SLF001
     )
@@ -113,6 +115,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--state-du", default="", help="tables whose checkpoint state/ size to report")
     parser.add_argument("--land-rows", type=int, default=0, help="before each run, land an hour of every source")
+    parser.add_argument("--land-sources", default="", help="comma-separated sources to land (default: all four)")
+    parser.add_argument("--land-offset", type=int, default=0, help="hours (and seeds) after the first landed hour")
     args = parser.parse_args()
     instrument()
     defined = time.monotonic()
@@ -128,9 +132,12 @@ def main() -> None:
             from lakehouse_assets.generate import GeneratorOptions, generate
             from lakehouse_assets.lib.settings import LakehousePaths
 
-            start = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=i)
-            options = GeneratorOptions(files=1, rows=args.land_rows, seed=i, start=start, impressions=args.land_rows // 2)
-            generate(LakehousePaths.from_env(), options)
+            at = args.land_offset + i
+            start = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=at)
+            options = GeneratorOptions(
+                files=1, rows=args.land_rows, seed=1_000_000 + at, start=start, impressions=args.land_rows // 2
+            )
+            generate(LakehousePaths.from_env(), options, args.land_sources.split(",") if args.land_sources else None)
         TIMES.clear()
         PROGRESS.clear()
         SPARK.clear()

@@ -30,13 +30,16 @@ def materialize_in_child(
     fault: str | None = None,
     timeout: float = 900,
     run_config: dict | None = None,
+    env: dict[str, str] | None = None,
 ) -> Outcome:
     """``dagster asset materialize`` in its own process group; SIGKILL the whole group after
     ``kill_after`` seconds, or let ``LAKEHOUSE_FAULT`` kill it at a precise instant."""
     home = root / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "LAKEHOUSE_ROOT": str(root / "lakehouse"), "DAGSTER_HOME": str(home)}
-    env.pop("LAKEHOUSE_FAULT", None)
+    extra = env or {}
+    env = {**os.environ, "LAKEHOUSE_ROOT": str(root / "lakehouse"), "DAGSTER_HOME": str(home), **extra}
+    if "LAKEHOUSE_FAULT" not in extra:
+        env.pop("LAKEHOUSE_FAULT", None)
     if fault:
         env["LAKEHOUSE_FAULT"] = fault
     config = ["--config-json", json.dumps(run_config)] if run_config else []

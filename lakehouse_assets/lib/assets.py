@@ -1,6 +1,7 @@
 """Turning declared streaming tables into Dagster assets."""
 
 import inspect
+import os
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -8,11 +9,12 @@ from typing import Any
 import dagster as dg
 from dagster_pyspark import LazyPySparkResource
 
-from lakehouse_assets.lib.checks import CheckContext, CheckOutcome, TableCheck
-from lakehouse_assets.lib.metadata import run_metadata, table_metadata
-from lakehouse_assets.lib.runner import LakehouseError, RunReport, TableRunner
+from lakehouse_assets.lib.checks import CheckOutcome, TableCheck
+from lakehouse_assets.lib.execution import Materialized, TableEvent, TableRequest, table_events
+from lakehouse_assets.lib.runner import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.table import StreamingTable
+from lakehouse_assets.lib.warm_spark import SERVER_ENV, ServerUnavailable, remote_table_events
 
 KINDS = {"spark", "delta"}
 
@@ -106,21 +108,6 @@ def _previous_metadata(instance: dg.DagsterInstance, table: StreamingTable) -> d
     return previous
 
 
-def _previous_state(previous: dict[str, dict[str, Any]], table: StreamingTable) -> tuple[dict[str, int], dict[str, str] | None]:
-    """Delta versions and schema recorded by each output's last materialization."""
-    versions = {name: int(m["delta_version"].value) for name, m in previous.items() if "delta_version" in m}
-    own = previous.get(table.name, {})
-    schema = {c.name: c.type for c in own["dagster/column_schema"].value.columns} if "dagster/column_schema" in own else None
-    return versions, schema
-
-
-def _evaluate(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
-    try:
-        return check.evaluate(ctx)
-    except Exception as error:  # noqa: BLE001 - a check that cannot run fails, with the reason
-        return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
-
-
 def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcome) -> dg.AssetCheckResult:
     severity = dg.AssetCheckSeverity.ERROR if check.severity == "ERROR" else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(
@@ -132,8 +119,23 @@ def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcom
     )
 
 
+def _events(
+    table: StreamingTable, request: TableRequest, spark: LazyPySparkResource, paths: LakehousePaths, log: Any
+) -> Iterator[TableEvent]:
+    """From the warm Spark server when one is configured and takes the step, else in this process."""
+    url = os.environ.get(SERVER_ENV)
+    if url:
+        try:
+            yield from remote_table_events(url, paths, request, log)
+            return
+        except ServerUnavailable as reason:
+            log(f"{table.name}: running in this process: {reason}")
+    yield from table_events(spark.spark_session, paths, table, request, log)
+
+
 def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.AssetsDefinition:
     """One Dagster multi-asset per streaming table: the table and its quarantine table."""
+    checks_by_name = {c.name: c for c in table.all_checks}
 
     @dg.multi_asset(
         name=table.name,
@@ -150,44 +152,21 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
         spark: LazyPySparkResource,
         lakehouse: LakehouseResource,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-        session = spark.spark_session
-        runner = TableRunner(session, lakehouse.paths, context.log.info)
-        selected_checks = {key.name for key in context.selected_asset_check_keys}
-        checks = [c for c in table.all_checks if c.name in selected_checks]
-        previous = {} if config.full_refresh else _previous_metadata(context.instance, table)
-        versions, schema = _previous_state(previous, table)
-        try:
-            report: RunReport | None = runner.run(table, full_refresh=config.full_refresh)
-        except LakehouseError as error:
-            for check in checks:
-                yield _check_result(table, check, CheckOutcome(False, {"error": f"the run failed: {error}"}))
-            raise dg.Failure(description=str(error)) from None
-        context.log.info(
-            f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
-            f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
+        request = TableRequest(
+            table=table.name,
+            assets=frozenset(key.to_user_string() for key in context.selected_asset_keys),
+            checks=frozenset(key.name for key in context.selected_asset_check_keys),
+            full_refresh=config.full_refresh,
+            previous={} if config.full_refresh else _previous_metadata(context.instance, table),
         )
-        selected = {key.to_user_string() for key in context.selected_asset_keys}
-        if table.name in selected:
-            yield dg.MaterializeResult(
-                asset_key=table.name,
-                metadata={
-                    **run_metadata(report),
-                    **table_metadata(session, lakehouse.paths.table(table.name), previous.get(table.name)),
-                },
-            )
-        if table.quarantine and table.quarantine.table in selected:
-            yield dg.MaterializeResult(
-                asset_key=table.quarantine.table,
-                metadata={
-                    "rows_written": report.rows_quarantined,
-                    **table_metadata(
-                        session, lakehouse.paths.table(table.quarantine.table), previous.get(table.quarantine.table)
-                    ),
-                },
-            )
-        check_context = CheckContext(session, lakehouse.paths, table.name, report, versions, schema)
-        for check in checks:
-            yield _check_result(table, check, _evaluate(check, check_context))
+        try:
+            for event in _events(table, request, spark, lakehouse.paths, context.log.info):
+                if isinstance(event, Materialized):
+                    yield dg.MaterializeResult(asset_key=event.asset, metadata=event.metadata)
+                else:
+                    yield _check_result(table, checks_by_name[event.check], event.outcome)
+        except LakehouseError as error:
+            raise dg.Failure(description=str(error)) from None
 
     return _materialize
 

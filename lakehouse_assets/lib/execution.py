@@ -1,0 +1,104 @@
+"""One table's materialization as a stream of plain events, wherever its Spark session lives.
+
+The Dagster asset turns these events into ``MaterializeResult`` / ``AssetCheckResult``; the warm
+Spark server (:mod:`lakehouse_assets.lib.warm_spark`) runs the same function and sends the events
+over the wire. Nothing here knows about Dagster's context, so both paths are the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.lib.checks import CheckContext, CheckOutcome, TableCheck
+from lakehouse_assets.lib.metadata import run_metadata, table_metadata
+from lakehouse_assets.lib.runner import LakehouseError, RunReport, TableRunner
+from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.table import StreamingTable
+
+
+@dataclass(frozen=True)
+class Materialized:
+    asset: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Checked:
+    check: str
+    outcome: CheckOutcome
+
+
+TableEvent = Materialized | Checked
+
+
+@dataclass(frozen=True)
+class TableRequest:
+    """What one step asks of a table: which outputs and checks, and what the last run recorded."""
+
+    table: str
+    assets: frozenset[str]
+    checks: frozenset[str]
+    full_refresh: bool = False
+    # Metadata of each output's last materialization (empty on a full refresh or a first run).
+    previous: dict[str, dict[str, Any]] | None = None
+
+
+def _previous_state(
+    previous: dict[str, dict[str, Any]], table: StreamingTable
+) -> tuple[dict[str, int], dict[str, str] | None]:
+    """Delta versions and schema recorded by each output's last materialization."""
+    versions = {name: int(m["delta_version"].value) for name, m in previous.items() if "delta_version" in m}
+    own = previous.get(table.name, {})
+    schema = (
+        {c.name: c.type for c in own["dagster/column_schema"].value.columns}
+        if "dagster/column_schema" in own
+        else None
+    )
+    return versions, schema
+
+
+def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
+    try:
+        return check.evaluate(ctx)
+    except Exception as error:  # noqa: BLE001 - a check that cannot run fails, with the reason
+        return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
+
+
+def table_events(
+    session: SparkSession,
+    paths: LakehousePaths,
+    table: StreamingTable,
+    request: TableRequest,
+    log: Callable[[str], None],
+) -> Iterator[TableEvent]:
+    """Run the table's query, then yield its materializations and check outcomes.
+
+    On a :class:`LakehouseError` every selected check is reported failed with the cause, then
+    the error is raised again for the caller to fail the step with its message."""
+    checks = [c for c in table.all_checks if c.name in request.checks]
+    previous = request.previous or {}
+    versions, schema = _previous_state(previous, table)
+    try:
+        report: RunReport = TableRunner(session, paths, log).run(table, full_refresh=request.full_refresh)
+    except LakehouseError as error:
+        for check in checks:
+            yield Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"}))
+        raise
+    log(
+        f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
+        f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
+    )
+    if table.name in request.assets:
+        metadata = {**run_metadata(report), **table_metadata(session, paths.table(table.name), previous.get(table.name))}
+        yield Materialized(table.name, metadata)
+    if table.quarantine and table.quarantine.table in request.assets:
+        name = table.quarantine.table
+        metadata = {"rows_written": report.rows_quarantined, **table_metadata(session, paths.table(name), previous.get(name))}
+        yield Materialized(name, metadata)
+    context = CheckContext(session, paths, table.name, report, versions, schema)
+    for check in checks:
+        yield Checked(check.name, evaluate_check(check, context))
