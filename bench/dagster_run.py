@@ -20,93 +20,17 @@ STARTED = time.monotonic()
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-from collections import defaultdict  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import dagster as dg  # noqa: E402
 
-import lakehouse_assets.lib.assets as lh_assets  # noqa: E402
-import lakehouse_assets.lib.execution as execution  # noqa: E402
 from lakehouse_assets.definitions import build_definitions  # noqa: E402
-from lakehouse_assets.lib.runner import TableRunner  # noqa: E402
-from lakehouse_assets.lib.spark import SparkResource  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.instrument import PROGRESS, SPARK, TIMES, instrument, step_times  # noqa: E402
 
 IMPORTED = time.monotonic()
-
-TIMES: dict = defaultdict(lambda: defaultdict(float))
-PROGRESS: dict = defaultdict(list)
-SPARK: dict = {}
-
-
-def _timed(key: str, fn, name_of=None):
-    def wrapper(*args, **kwargs):
-        t = time.monotonic()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            name = name_of(*args, **kwargs) if name_of else "run"
-            TIMES[name][key] += time.monotonic() - t
-
-    return wrapper
-
-
-def instrument() -> None:
-    original_init = SparkResource._init_session
-
-    def init_session(self):
-        t = time.monotonic()
-        try:
-            return original_init(self)
-        finally:
-            SPARK["start_s"] = SPARK.get("start_s", 0.0) + time.monotonic() - t
-
-    SparkResource._init_session = init_session
-    TableRunner.run = _timed("runner_s", TableRunner.run, lambda self, table, *a, **k: table.name)
-    original_await = TableRunner._await
-
-    def await_(self, query, table, report):
-        try:
-            return original_await(self, query, table, report)
-        finally:
-            for p in query.recentProgress:
-                PROGRESS[table.name].append(
-                    {"batchId": p.batchId, "numInputRows": p.numInputRows, "durationMs": dict(p.durationMs)}
-                )
-
-    TableRunner._await = await_
-    # Metadata of the table and of its quarantine: attributed to the table whose step is running.
-    current = {"table": "?"}
-    original_run = TableRunner.run
-
-    def run(self, table, *args, **kwargs):
-        current["table"] = table.name
-        return original_run(self, table, *args, **kwargs)
-
-    TableRunner.run = run
-    execution.table_metadata = _timed("metadata_s", execution.table_metadata, lambda *a, **k: current["table"])
-    execution.evaluate_check = _timed("checks_s", execution.evaluate_check, lambda check, ctx: ctx.table)
-    lh_assets._previous_metadata = _timed(  # noqa: SLF001
-        "previous_state_s", lh_assets._previous_metadata, lambda instance, table: table.name  # noqa: SLF001
-    )
-
-
-def step_times(instance: dg.DagsterInstance, run_id: str) -> tuple[dict, float]:
-    starts, steps = {}, {}
-    run_start = run_end = None
-    for entry in instance.all_logs(run_id):
-        event = entry.dagster_event
-        if event is None:
-            continue
-        kind = event.event_type_value
-        if kind == dg.DagsterEventType.RUN_START.value:
-            run_start = entry.timestamp
-        elif kind in (dg.DagsterEventType.RUN_SUCCESS.value, dg.DagsterEventType.RUN_FAILURE.value):
-            run_end = entry.timestamp
-        elif kind == "STEP_START":
-            starts[event.step_key] = entry.timestamp
-        elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and event.step_key in starts:
-            steps[event.step_key] = entry.timestamp - starts[event.step_key]
-    return steps, (run_end - run_start) if run_start and run_end else 0.0
 
 
 def main() -> None:

@@ -106,6 +106,15 @@ def test_incremental_run_reads_only_new_files_and_stays_exact(runs: dict) -> Non
     assert late_window["revenue"] >= 1000.0
 
 
+def test_row_counts_in_the_metadata_are_the_tables_counts(runs: dict) -> None:
+    # The second run's counts are derived from the first run's and the commits' row metrics
+    # (appends, MERGE upserts, the gold recompute), not counted: they must still be exact.
+    lh = runs["lh"]
+    for event in runs["second"].get_asset_materialization_events():
+        asset = event.asset_key.to_user_string()
+        assert metadata(runs["second"], asset)["dagster/row_count"] == lh.table(asset).count(), asset
+
+
 def test_run_without_new_data_changes_nothing(runs: dict) -> None:
     lh = runs["lh"]
     versions = {t: DeltaTable.forPath(lh.spark, lh.paths.table(t)).history(1).first()["version"]

@@ -145,6 +145,7 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
         # Selecting either the table or its quarantine runs the one query that writes both.
         can_subset=True,
         description=table.description,
+        op_tags={"dagster/priority": str(table.priority)} if table.priority else None,
     )
     def _materialize(
         context: dg.AssetExecutionContext,

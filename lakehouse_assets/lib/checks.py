@@ -107,7 +107,7 @@ def unique(*keys: str, severity: Severity = "ERROR") -> TableCheck:
         scoped = table if changed is None else table.join(changed.select(*cols).distinct(), cols, "left_semi")
         duplicates = scoped.groupBy(*cols).count().where("count > 1")
         n = duplicates.count()
-        return CheckOutcome(n == 0, {"duplicate_keys": n, "examples": _sample(duplicates, cols)})
+        return CheckOutcome(n == 0, {"duplicate_keys": n, "examples": _sample(duplicates, cols) if n else "none"})
 
     return TableCheck(f"unique_{'_'.join(cols)}", f"One row per ({', '.join(cols)}).", evaluate, severity)
 
@@ -143,7 +143,8 @@ def scd2_valid(*keys: str, valid_from: str = "valid_from", valid_to: str = "vali
         )  # fmt: skip
         counts = {"keys_with_several_current": current.count(), "current_flag_mismatches": inconsistent.count(),
                   "overlapping_versions": overlapping.count()}  # fmt: skip
-        examples = _sample(current.unionByName(overlapping.select(*cols).withColumn("count", F.lit(0))), cols)
+        failing = current.unionByName(overlapping.select(*cols).withColumn("count", F.lit(0)))
+        examples = _sample(failing, cols) if counts["keys_with_several_current"] or counts["overlapping_versions"] else ""
         return CheckOutcome(not any(counts.values()), {**counts, "examples": examples or "none"})
 
     return TableCheck("scd2_history_valid", "One current version per key and no overlapping validity.", evaluate)
@@ -235,7 +236,7 @@ def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | 
         return CheckOutcome(
             n == 0,
             {"files_checked": len(files), "files_mismatched": n,
-             "examples": _sample(mismatched.fillna(0, ["count", "stored"]), ["file", "count", "stored"])},
+             "examples": _sample(mismatched.fillna(0, ["count", "stored"]), ["file", "count", "stored"]) if n else "none"},
         )  # fmt: skip
 
     return TableCheck(

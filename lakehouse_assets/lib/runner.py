@@ -296,9 +296,12 @@ class TableRunner:
         latest = storage.delta_version(self.spark, source)
         if not committed or latest is None:
             return None
-        if not all(DeltaTable.isDeltaTable(self.spark, self.paths.table(name)) for name in table.outputs):
+        # From the logs, not through Delta: in a cold JVM Delta's first use of a table costs seconds.
+        if any(storage.delta_version(self.spark, self.paths.table(name)) is None for name in table.outputs):
             return None
-        table_id = DeltaTable.forPath(self.spark, source).detail().select("id").first()[0]
+        table_id = storage.delta_table_id(self.spark, source) or (
+            DeltaTable.forPath(self.spark, source).detail().select("id").first()[0]
+        )
         offsets = (storage.read_text(self.spark, f"{query}/offsets/{last}") or "").strip().splitlines()
         return streams[0].table if idle_stream_input(offsets, committed, latest, table_id) else None
 

@@ -57,15 +57,61 @@ def delta_version(spark: SparkSession, table_path: str) -> int | None:
     return max(versions) if versions else None
 
 
-def delta_commit_metrics(spark: SparkSession, table_path: str, version: int) -> dict[str, int]:
-    """The numeric ``operationMetrics`` Delta recorded in the commit ``version``."""
+def delta_table_id(spark: SparkSession, table_path: str) -> str | None:
+    """The Delta table's id from the earliest commit in its log that records its metadata;
+    None when the log no longer holds one (older commits cleaned up: ask Delta instead)."""
+    names = list_names(spark, f"{table_path}/_delta_log")
+    commits = sorted(n for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
+    for name in commits[:10]:  # version 0 records it; a cleaned-up log rarely has it elsewhere
+        for line in (read_text(spark, f"{table_path}/_delta_log/{name}") or "").splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "metaData" in action:
+                return str(action["metaData"]["id"])
+    return None
+
+
+def delta_commit_info(spark: SparkSession, table_path: str, version: int) -> dict[str, Any] | None:
+    """The ``commitInfo`` Delta recorded in the commit ``version`` (None when the log lacks it)."""
     text = read_text(spark, f"{table_path}/_delta_log/{version:020d}.json") or ""
     for line in text.splitlines():
         action = json.loads(line) if line.strip() else {}
         if "commitInfo" in action:
-            metrics = action["commitInfo"].get("operationMetrics") or {}
-            return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
-    return {}
+            return action["commitInfo"]
+    return None
+
+
+def delta_commit_metrics(spark: SparkSession, table_path: str, version: int) -> dict[str, int]:
+    """The numeric ``operationMetrics`` Delta recorded in the commit ``version``."""
+    metrics = (delta_commit_info(spark, table_path, version) or {}).get("operationMetrics") or {}
+    return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
+
+
+# Operations that rewrite files or change table settings without adding or removing rows.
+_ROWS_UNCHANGED = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"}
+
+
+def delta_row_count(spark: SparkSession, table_path: str, known: int, since: int, version: int) -> int | None:
+    """The row count at ``version``, from the count ``known`` at version ``since`` and the row
+    metrics of the commits in between (no Spark job); None when a commit's effect on the count
+    cannot be read from its metrics (then count the table)."""
+    count = known
+    for v in range(since + 1, version + 1):
+        info = delta_commit_info(spark, table_path, v)
+        if info is None:
+            return None
+        operation, mode = info.get("operation"), (info.get("operationParameters") or {}).get("mode")
+        metrics = {k: int(x) for k, x in (info.get("operationMetrics") or {}).items() if str(x).lstrip("-").isdigit()}
+        if operation == "WRITE" and mode == "Append" and "numOutputRows" in metrics:
+            count += metrics["numOutputRows"]
+        elif operation == "WRITE" and mode == "Overwrite" and "numOutputRows" in metrics:
+            count = metrics["numOutputRows"]
+        elif operation == "MERGE" and {"numTargetRowsInserted", "numTargetRowsDeleted"} <= metrics.keys():
+            count += metrics["numTargetRowsInserted"] - metrics["numTargetRowsDeleted"]
+        elif operation == "DELETE" and "numDeletedRows" in metrics:
+            count -= metrics["numDeletedRows"]
+        elif operation not in _ROWS_UNCHANGED:
+            return None
+    return count
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:

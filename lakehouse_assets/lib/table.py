@@ -107,6 +107,8 @@ class StreamingTable:
     tags: dict[str, str] = field(default_factory=dict)
     freshness: timedelta | None = None
     checks: list[TableCheck] = field(default_factory=list)
+    # Among steps of one run that are ready together, higher runs first (Dagster's step priority).
+    priority: int = 0
 
     @property
     def upstream_tables(self) -> list[str]:

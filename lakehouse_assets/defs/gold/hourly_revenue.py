@@ -54,6 +54,7 @@ def hourly_revenue(events: DataFrame) -> DataFrame:
     owners=["team:analytics"],
     freshness=timedelta(hours=6),
     tags={"layer": "gold"},
+    priority=1,  # the revenue dashboard first: ahead of the other gold steps ready at the same time
 )
 def gold_hourly_revenue(silver_events: DataFrame) -> DataFrame:
     """Revenue (sum of `amount`), orders and distinct buyers of purchases per one-hour UTC
