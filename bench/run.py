@@ -77,9 +77,10 @@ class Budget:
         self.section_end = time.monotonic() + max(self.left(), 0) * share
 
     def more(self, done: int, minimum: int, maximum: int) -> bool:
-        if done >= 1 and time.monotonic() > self.deadline:
-            return False  # past the whole budget: one repetition is all a section gets
-        return done < minimum or (done < maximum and time.monotonic() < self.section_end)
+        """Every section gets its minimum (each figure is a median of several runs); more only
+        while its share of the budget lasts."""
+        now = time.monotonic()
+        return done < minimum or (done < maximum and now < self.section_end and now < self.deadline)
 
     def fit(self, wanted: int, minimum: int, seconds_each: float | None) -> int:
         """How many repetitions of ``seconds_each`` fit in the section's time (at least ``minimum``)."""
@@ -589,12 +590,14 @@ def main(argv: list[str] | None = None) -> int:
         "load_start": load(),
     }  # fmt: skip
     log(f"bench ({cfg.name}) on {results['machine']['cores']} cores, load {results['load_start']}")
-    # Shares of the time left when each section starts; scaling takes what remains.
+    # Shares of the time left when each section starts.
+    # History scaling comes early: its sizes are what the budget may cut, the other sections
+    # only lose repetitions beyond their minimum.
     steps = [("1", "incremental", 0.35, lambda: bench_incremental(cfg, workdir)),
-             ("3", "throughput", 0.25, lambda: bench_throughput(cfg, workdir)),
+             ("4", "scaling", 0.6, lambda: bench_scaling(cfg, workdir)),
              ("5", "latency", 0.5, lambda: bench_latency(cfg)),
-             ("6", "state", 0.4, lambda: bench_state(cfg, workdir)),
-             ("4", "scaling", 1.0, lambda: bench_scaling(cfg, workdir))]  # fmt: skip
+             ("3", "throughput", 0.5, lambda: bench_throughput(cfg, workdir)),
+             ("6", "state", 1.0, lambda: bench_state(cfg, workdir))]  # fmt: skip
     global BUDGET
     BUDGET = Budget(args.budget_min)
     for key, name, share, fn in steps:
