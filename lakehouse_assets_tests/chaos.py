@@ -167,7 +167,9 @@ def main() -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    totals = sum((lane.totals for lane in lanes), Counter())
+    totals: Counter = Counter()
+    for lane in lanes:
+        totals.update(lane.totals)  # update keeps the zero counts (Counter + Counter drops them)
     kills, attempts = sum(lane.kills for lane in lanes), sum(lane.attempts for lane in lanes)
     rounds = sum(lane.rounds for lane in lanes)
     print(f"\n{kills} kills in {attempts} attempts over {rounds} rounds; rows lost / duplicated after each round:")
