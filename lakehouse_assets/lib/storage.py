@@ -52,18 +52,25 @@ def read_text(spark: SparkSession, path: str) -> str | None:
 def delta_version(spark: SparkSession, table_path: str) -> int | None:
     """The latest committed version of the Delta table at ``table_path``, read from its log's
     listing: no Spark job (``DeltaTable.history`` costs one, ~0.8 s warm on 2 cores)."""
+    versions = _commit_versions(spark, table_path)
+    return versions[-1] if versions else None
+
+
+def _commit_versions(spark: SparkSession, table_path: str) -> list[int]:
+    """The versions of the commit files in the table's log, ascending."""
     names = list_names(spark, f"{table_path}/_delta_log")
-    versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
-    return max(versions) if versions else None
+    return sorted(int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
+
+
+def _numeric(metrics: dict[str, Any] | None) -> dict[str, int]:
+    return {k: int(v) for k, v in (metrics or {}).items() if str(v).lstrip("-").isdigit()}
 
 
 def delta_table_id(spark: SparkSession, table_path: str) -> str | None:
     """The Delta table's id from the earliest commit in its log that records its metadata;
     None when the log no longer holds one (older commits cleaned up: ask Delta instead)."""
-    names = list_names(spark, f"{table_path}/_delta_log")
-    commits = sorted(n for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
-    for name in commits[:10]:  # version 0 records it; a cleaned-up log rarely has it elsewhere
-        for line in (read_text(spark, f"{table_path}/_delta_log/{name}") or "").splitlines():
+    for version in _commit_versions(spark, table_path)[:10]:  # version 0 records it; a cleaned-up log rarely has it elsewhere
+        for line in (read_text(spark, f"{table_path}/_delta_log/{version:020d}.json") or "").splitlines():
             action = json.loads(line) if line.strip() else {}
             if "metaData" in action:
                 return str(action["metaData"]["id"])
@@ -82,8 +89,7 @@ def delta_commit_info(spark: SparkSession, table_path: str, version: int) -> dic
 
 def delta_commit_metrics(spark: SparkSession, table_path: str, version: int) -> dict[str, int]:
     """The numeric ``operationMetrics`` Delta recorded in the commit ``version``."""
-    metrics = (delta_commit_info(spark, table_path, version) or {}).get("operationMetrics") or {}
-    return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
+    return _numeric((delta_commit_info(spark, table_path, version) or {}).get("operationMetrics"))
 
 
 # Operations that rewrite files or change table settings without adding or removing rows.
@@ -100,7 +106,7 @@ def delta_row_count(spark: SparkSession, table_path: str, known: int, since: int
         if info is None:
             return None
         operation, mode = info.get("operation"), (info.get("operationParameters") or {}).get("mode")
-        metrics = {k: int(x) for k, x in (info.get("operationMetrics") or {}).items() if str(x).lstrip("-").isdigit()}
+        metrics = _numeric(info.get("operationMetrics"))
         if operation == "WRITE" and mode == "Append" and "numOutputRows" in metrics:
             count += metrics["numOutputRows"]
         elif operation == "WRITE" and mode == "Overwrite" and "numOutputRows" in metrics:
