@@ -70,6 +70,7 @@ def spark_session() -> SparkSession:
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
         "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(os.cpu_count() or 2),
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
         "spark.sql.warehouse.dir": "/tmp/plain-pipeline-warehouse",
     }

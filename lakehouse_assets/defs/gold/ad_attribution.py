@@ -34,7 +34,8 @@ def attribute_clicks(
     batch). Both sides are typed, watermarked and deduplicated within the watermark (the
     re-deliveries of the at-least-once feeds); rows without an id or a valid time are left out
     (they stay in bronze). The time-range condition lets Spark drop the join state once the
-    watermark passes an impression's window, and emit it with ``clicked = false`` then."""
+    watermark passes an impression's window; the session window after the join holds every
+    impression until then, so its row is final when written."""
     imps = (
         impressions.select(
             "impression_id", "ad_id", "user_id", parse_event_time(F.col("impression_time")).alias("impression_time")
@@ -57,11 +58,19 @@ def attribute_clicks(
         & (clks["click_time"] >= imps["impression_time"])
         & (clks["click_time"] <= imps["impression_time"] + F.expr(f"INTERVAL {window}"))
     )
-    return imps.join(clks, condition, "left_outer").select(
+    joined = imps.join(clks, condition, "left_outer")
+    # The join alone emits a clicked impression as soon as its click arrives; a session window
+    # of the attribution window's length on impression_time closes exactly when the watermark
+    # passes the impression's window, so every impression is written once, then, with its
+    # earliest click.
+    per_impression = joined.groupBy(
+        "impression_id", "ad_id", "user_id", F.session_window("impression_time", window).alias("attribution_window")
+    ).agg(F.min_by("click_id", "click_time").alias("click_id"), F.min("click_time").alias("click_time"))
+    return per_impression.select(
         "impression_id",
         "ad_id",
         "user_id",
-        "impression_time",
+        F.col("attribution_window.start").alias("impression_time"),
         "click_id",
         "click_time",
         F.col("click_id").isNotNull().alias("clicked"),
@@ -79,10 +88,10 @@ def attribute_clicks(
     tags={"layer": "gold"},
 )
 def gold_ad_attribution(bronze_ad_impressions: DataFrame, bronze_ad_clicks: DataFrame) -> DataFrame:
-    """One row per impression: its click when `click_time` lies in [`impression_time`,
-    `impression_time` + 10 minutes], else `clicked = false` once the watermark has passed the
-    impression's window. Stream-stream left outer join with watermarks on both sides, so the
-    state stays bounded."""
+    """One row per impression, written once the watermark has passed its attribution window:
+    its (earliest) click when `click_time` lies in [`impression_time`, `impression_time` + 10
+    minutes], else `clicked = false`. Stream-stream left outer join with watermarks on both
+    sides, then a session window that closes with the impression's window: bounded state."""
     return attribute_clicks(bronze_ad_impressions, bronze_ad_clicks)
 
 
