@@ -115,6 +115,23 @@ def test_row_counts_in_the_metadata_are_the_tables_counts(runs: dict) -> None:
         assert metadata(runs["second"], asset)["dagster/row_count"] == lh.table(asset).count(), asset
 
 
+@pytest.mark.parametrize("run", ["first", "second"])
+def test_metadata_describes_the_table_at_its_recorded_version(runs: dict, run: str) -> None:
+    # Count, schema and preview come from the commits and the written micro-batch, not from
+    # reading the table back: compare them with the table read at the version they name.
+    lh = runs["lh"]
+    for event in runs[run].get_asset_materialization_events():
+        asset = event.asset_key.to_user_string()
+        meta = metadata(runs[run], asset)
+        table = lh.spark.read.format("delta").option("versionAsOf", meta["delta_version"]).load(lh.paths.table(asset))
+        assert meta["dagster/row_count"] == table.count(), asset
+        schema = [(c.name, c.type) for c in meta["dagster/column_schema"].columns]
+        assert schema == [(f.name, f.dataType.simpleString()) for f in table.schema.fields], asset
+        header, _, *rows = meta["preview"].splitlines()
+        assert header == "| " + " | ".join(table.columns) + " |", asset
+        assert 1 <= len(rows) <= 5 if meta["dagster/row_count"] else not rows, asset
+
+
 def test_run_without_new_data_changes_nothing(runs: dict) -> None:
     lh = runs["lh"]
     versions = {t: DeltaTable.forPath(lh.spark, lh.paths.table(t)).history(1).first()["version"]

@@ -93,11 +93,13 @@ def table_events(
         f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
     )
     if table.name in request.assets:
-        metadata = {**run_metadata(report), **table_metadata(session, paths.table(table.name), previous.get(table.name))}
+        own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))
+        metadata = {**run_metadata(report), **own}
         yield Materialized(table.name, metadata)
     if table.quarantine and table.quarantine.table in request.assets:
         name = table.quarantine.table
-        metadata = {"rows_written": report.rows_quarantined, **table_metadata(session, paths.table(name), previous.get(name))}
+        content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
+        metadata = {"rows_written": report.rows_quarantined, **content}
         yield Materialized(name, metadata)
     context = CheckContext(session, paths, table.name, report, versions, schema)
     for check in checks:

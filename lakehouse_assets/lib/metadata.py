@@ -7,9 +7,10 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from lakehouse_assets.lib import storage
-from lakehouse_assets.lib.runner import RunReport
+from lakehouse_assets.lib.runner import RunReport, WrittenSample
 
 # What describes the table's content, so it can be carried over while the version stands still.
 CONTENT_KEYS = ("dagster/row_count", "dagster/column_schema", "preview")
@@ -26,25 +27,45 @@ def markdown_preview(rows: list[dict[str, Any]], columns: list[str], width: int 
     return "\n".join(lines)
 
 
+def _column_schema(schema: StructType) -> dg.TableSchema:
+    return dg.TableSchema(columns=[dg.TableColumn(f.name, f.dataType.simpleString()) for f in schema.fields])
+
+
 def table_metadata(
-    spark: SparkSession, path: str, previous: dict[str, Any] | None = None, preview_rows: int = 5
+    spark: SparkSession,
+    path: str,
+    previous: dict[str, Any] | None = None,
+    written: WrittenSample | None = None,
+    preview_rows: int = 5,
 ) -> dict[str, Any]:
     """Row count, schema, URI, Delta version and a few rows of the Delta table at ``path``.
 
     ``previous`` is the metadata of the table's last materialization: when the table is still
     at the version recorded there, its content figures are carried over instead of recomputed
     (two Spark jobs saved per table on a run that wrote nothing); otherwise the row count is the
-    recorded one plus the row metrics of the commits since (a real count when those are unclear)."""
+    recorded one (0 before the first run) plus the row metrics of the commits since, and, when the
+    run hands over a sample of what it ``written``, schema and preview come from that sample: the
+    table is not read back at all. A real count and read when the commits' metrics are unclear."""
     version = storage.delta_version(spark, path)
     base = {"dagster/uri": dg.MetadataValue.path(path), "delta_version": dg.MetadataValue.int(int(version or 0))}
     previous = previous or {}
-    if (
-        version is not None
-        and "delta_version" in previous
-        and int(previous["delta_version"].value) == version
-        and all(k in previous for k in CONTENT_KEYS)
+    recorded = "delta_version" in previous and "dagster/row_count" in previous
+    if version is not None and recorded and int(previous["delta_version"].value) == version and all(
+        k in previous for k in CONTENT_KEYS
     ):
         return {**{k: previous[k] for k in CONTENT_KEYS}, **base}
+    since, known = (
+        (int(previous["delta_version"].value), int(previous["dagster/row_count"].value)) if recorded else (-1, 0)
+    )
+    if version is not None and written is not None and since <= version:
+        count = storage.delta_row_count(spark, path, known, since, version)
+        if count is not None:
+            return {
+                "dagster/row_count": dg.MetadataValue.int(count),
+                "dagster/column_schema": _column_schema(written.schema),
+                "preview": dg.MetadataValue.md(markdown_preview(written.rows, written.schema.fieldNames())),
+                **base,
+            }
     df = spark.read.format("delta").load(path)
     # As text, so values Python cannot hold (timestamps before year 1 after a time-zone shift) show.
     as_text = df.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in df.columns])
@@ -57,9 +78,7 @@ def table_metadata(
             count = storage.delta_row_count(spark, path, int(previous["dagster/row_count"].value), since, version)
     return {
         "dagster/row_count": dg.MetadataValue.int(df.count() if count is None else count),
-        "dagster/column_schema": dg.TableSchema(
-            columns=[dg.TableColumn(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-        ),
+        "dagster/column_schema": _column_schema(df.schema),
         "preview": dg.MetadataValue.md(markdown_preview(rows, df.columns)),
         **base,
     }

@@ -48,6 +48,22 @@ def fault_point(table: str, point: str) -> None:
         os.killpg(os.getpgid(0), signal.SIGKILL)  # the Spark JVM dies with us, as in a real crash
 
 
+@dataclass(frozen=True)
+class WrittenSample:
+    """The schema and a few rows (as text) of what a run last wrote to one table: its metadata's
+    preview without reading the table back."""
+
+    schema: StructType
+    rows: list[dict[str, str | None]]
+
+
+def sample_written(df: DataFrame, rows: int = 5) -> WrittenSample:
+    """A few rows of ``df`` (a cached micro-batch: no new scan), as text so values Python cannot
+    hold (timestamps before year 1 after a time-zone shift) still show."""
+    as_text = df.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in df.columns])
+    return WrittenSample(df.schema, [r.asDict() for r in as_text.limit(rows).collect()])
+
+
 @dataclass
 class RunReport:
     """What one materialization of a streaming table did."""
@@ -64,6 +80,8 @@ class RunReport:
     expectation_rows: int = 0
     duration_s: float = 0.0
     batch_durations_ms: list[int] = field(default_factory=list)
+    # Per output table: a sample of the last micro-batch written to it (append and merge sinks).
+    written: dict[str, WrittenSample] = field(default_factory=dict)
 
 
 def _nullable(schema: StructType) -> StructType:
@@ -410,9 +428,12 @@ class TableRunner:
                 kept, quarantined, rows = self._evaluate_expectations(table, flagged, report)
                 if rows == 0:
                     return
-                written = table.sink.write(publish(kept), self._write(spark, table.name, app_id, batch_id))
+                published = publish(kept)
+                written = table.sink.write(published, self._write(spark, table.name, app_id, batch_id))
                 fault_point(table.name, "after_table_write")
-                n_quarantined = self._write_quarantine(table, quarantined, batch, app_id, batch_id)
+                if written:
+                    report.written[table.name] = sample_written(published)
+                n_quarantined = self._write_quarantine(table, quarantined, batch, app_id, batch_id, report)
                 fault_point(table.name, "after_batch_writes")
                 report.batches += 1
                 report.rows_read += rows
@@ -472,7 +493,7 @@ class TableRunner:
         flagged = with_expectation_flags(table.transform(**{param: changes}), table.expectations).persist()
         try:
             _, quarantined, _ = self._evaluate_expectations(table, flagged, report)
-            report.rows_quarantined += self._write_quarantine(table, quarantined, flagged, app_id, batch_id)
+            report.rows_quarantined += self._write_quarantine(table, quarantined, flagged, app_id, batch_id, report)
         finally:
             flagged.unpersist()
 
@@ -500,7 +521,13 @@ class TableRunner:
         return kept, quarantined, rows
 
     def _write_quarantine(
-        self, table: StreamingTable, quarantined: DataFrame, source: DataFrame, app_id: str, batch_id: int
+        self,
+        table: StreamingTable,
+        quarantined: DataFrame,
+        source: DataFrame,
+        app_id: str,
+        batch_id: int,
+        report: RunReport,
     ) -> int:
         """Append the quarantined rows, idempotently; returns how many there were."""
         q = table.quarantine
@@ -511,4 +538,5 @@ class TableRunner:
         n_quarantined = q_rows.count()
         if n_quarantined:
             append_batch(q_rows, self._write(source.sparkSession, q.table, f"{app_id}:quarantine", batch_id))
+            report.written[q.table] = sample_written(q_rows)
         return n_quarantined

@@ -115,6 +115,8 @@ def delta_row_count(spark: SparkSession, table_path: str, known: int, since: int
             count += metrics["numTargetRowsInserted"] - metrics["numTargetRowsDeleted"]
         elif operation == "DELETE" and "numDeletedRows" in metrics:
             count -= metrics["numDeletedRows"]
+        elif operation == "CREATE TABLE" and v == 0:  # an empty table created (CTAS is another operation)
+            count = 0
         elif operation not in _ROWS_UNCHANGED:
             return None
     return count
