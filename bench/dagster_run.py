@@ -8,7 +8,8 @@ around the framework's pieces (nothing in the framework is changed): Spark sessi
 table's ``TableRunner.run`` with its queries' ``StreamingQueryProgress.durationMs``, the
 materialization metadata, each asset check, and the step and run times from Dagster's event log.
 ``--runs N`` materializes N times in the same process (warm JVM) and reports each run;
-``--history 10,100,...`` does that after each of several history sizes (section 4).
+``--land-history N`` first lands N small events files (a history to ingest); ``--roots`` runs on
+several prepared data roots in turn, in this one process (section 4).
 Prints ``BENCH_JSON {...}`` at the end.
 """
 
@@ -60,7 +61,9 @@ def land_hour(paths: LakehousePaths, hour: int, rows: int, sources: list[str] | 
     generate(paths, options, sources)
 
 
-def materialize(defs: dg.Definitions, instance: dg.DagsterInstance, selection, state_du: list[str]) -> dict:
+def materialize(
+    defs: dg.Definitions, instance: dg.DagsterInstance, selection, state_du: list[str], paths: LakehousePaths
+) -> dict:
     """One run in this process, with the framework's timings and the run's numeric metadata."""
     TIMES.clear()
     PROGRESS.clear()
@@ -79,9 +82,8 @@ def materialize(defs: dg.Definitions, instance: dg.DagsterInstance, selection, s
             k: v.value for k, v in mat.metadata.items() if isinstance(v.value, (int, float))
         }
     state = {}
-    root = Path(os.environ["LAKEHOUSE_ROOT"])
     for name in state_du:
-        folder = root / "checkpoints" / name / "query" / "state"
+        folder = Path(paths.checkpoint(name).removeprefix("file:")) / "query" / "state"
         state[name] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
     return {
         "success": result.success, "wall_s": round(wall, 3), "run_s": round(run_s, 3),
@@ -92,44 +94,37 @@ def materialize(defs: dg.Definitions, instance: dg.DagsterInstance, selection, s
     }  # fmt: skip
 
 
-def history_levels(args: argparse.Namespace, run, paths: LakehousePaths, sources: list[str] | None) -> dict:
-    """For each history size: land small files up to it and ingest them in one run without checks
-    (not measured), then ``--runs`` runs with one new file each (measured). Sizes whose estimated
-    time would end after ``--deadline`` are skipped."""
+def landed_events(paths: LakehousePaths) -> int:
     landing = Path(paths.landing("events").removeprefix("file:"))
-    landed = len(list(landing.iterdir())) if landing.exists() else 0
-    levels: list[dict] = []
-    skipped: list[int] = []
-    for size in (int(x) for x in args.history.split(",")):
-        new_files = size - landed
-        if levels and args.deadline:
-            # The first size's ingest run is nearly all fixed cost (a cold JVM, a few files): what a
-            # later ingest run takes beyond it is the per-file cost.
-            fixed, last = levels[0]["ingest"]["wall_s"], levels[-1]
-            per_file = max(last["ingest"]["wall_s"] - fixed, 0) / max(last["ingested_files"], 1)
-            walls = [r["wall_s"] for r in last["runs"]]
-            needed = fixed + per_file * new_files + sum(walls) + 0.004 * new_files
-            if time.time() + needed > args.deadline:
-                print(f"history: skipping {size:,} files (needs ~{needed / 60:.0f} min)", flush=True)
-                skipped.append(size)
-                continue
-        t = time.monotonic()
-        land_history(paths, landed, new_files, args.history_rows)
-        landing_s = time.monotonic() - t
-        landed = size
-        ingest = run(args.unchecked_selection)
-        runs = []
-        for _ in range(args.runs):
-            land_hour(paths, landed, args.land_rows, sources)  # event time after all the history
-            landed += 1
-            runs.append(run(args.selection))
-        timed = ", ".join(f"{r['wall_s']:.1f}" for r in runs)
-        print(f"history: {size:,} files: ingest {ingest['wall_s']:.0f}s, one new file {timed}s", flush=True)
-        seen_log = Path(paths.checkpoint("bronze_events").removeprefix("file:")) / "query" / "sources" / "0"
-        levels.append({"files_before": size, "landing_s": round(landing_s, 2), "ingested_files": new_files,
-                       "ingest": ingest, "runs": runs,
-                       "seen_files_log_bytes": sum(f.stat().st_size for f in seen_log.rglob("*") if f.is_file())})  # fmt: skip
-    return {"levels": levels, "skipped_levels": skipped}
+    return len(list(landing.iterdir())) if landing.exists() else 0
+
+
+def seen_files_log_bytes(paths: LakehousePaths) -> int:
+    """Size of bronze_events' file-source log (one line per file ever ingested)."""
+    log = Path(paths.checkpoint("bronze_events").removeprefix("file:")) / "query" / "sources" / "0"
+    return sum(f.stat().st_size for f in log.rglob("*") if f.is_file()) if log.exists() else 0
+
+
+def across_roots(args: argparse.Namespace, selection, state_du: list[str]) -> dict:
+    """``--runs`` runs on each of several prepared data roots in turn, one new events file before
+    each, all in this process (one warm JVM); each root keeps its own Dagster instance. A first
+    run on ``--warm-up-root`` (also with one new file) warms the JVM and is not measured."""
+    sources = args.land_sources.split(",") if args.land_sources else None
+
+    def on(spec: str, runs: int) -> dict:
+        root, home = spec.split("=", 1)
+        paths = LakehousePaths(root)
+        defs = build_definitions(paths)
+        instance = dg.DagsterInstance.from_config(home)
+        before = landed_events(paths)
+        out = []
+        for _ in range(runs):
+            land_hour(paths, landed_events(paths), args.land_rows, sources)  # after all the history
+            out.append(materialize(defs, instance, selection, state_du, paths))
+        return {"root": root, "files_before": before, "runs": out, "seen_files_log_bytes": seen_files_log_bytes(paths)}
+
+    warm_up = on(args.warm_up_root, 1) if args.warm_up_root else None
+    return {"warm_up": warm_up, "roots": [on(spec, args.runs) for spec in args.roots.split(",")]}
 
 
 def main() -> None:
@@ -140,9 +135,10 @@ def main() -> None:
     parser.add_argument("--land-rows", type=int, default=0, help="before each run, land an hour of every source")
     parser.add_argument("--land-sources", default="", help="comma-separated sources to land (default: all four)")
     parser.add_argument("--land-offset", type=int, default=0, help="hours (and seeds) after the first landed hour")
-    parser.add_argument("--history", default="", help="comma-separated history sizes (see history_levels)")
+    parser.add_argument("--land-history", type=int, default=0, help="first land this many small events files")
     parser.add_argument("--history-rows", type=int, default=20, help="events per history file")
-    parser.add_argument("--deadline", type=float, default=0.0, help="epoch seconds: skip history sizes past it")
+    parser.add_argument("--roots", default="", help="ROOT=DAGSTER_HOME,...: run on each (see across_roots)")
+    parser.add_argument("--warm-up-root", default="", help="ROOT=DAGSTER_HOME for one unmeasured first run")
     parser.add_argument("--no-checks", action="store_true", help="materialize without the asset checks")
     args = parser.parse_args()
     instrument()
@@ -151,25 +147,25 @@ def main() -> None:
     definitions_s = time.monotonic() - defined
     instance = dg.DagsterInstance.get()
     keys = None if args.select == "*" else [dg.AssetKey(k) for k in args.select.split(",")]
-    # Ingesting history is preparation, not a measured run: its checks would only re-read it.
-    args.unchecked_selection = (dg.AssetSelection.all() if keys is None else dg.AssetSelection.assets(*keys)).without_checks()
-    args.selection = args.unchecked_selection if args.no_checks else "*" if keys is None else keys
+    selection = dg.AssetSelection.all() if keys is None else dg.AssetSelection.assets(*keys)
+    args.selection = selection.without_checks() if args.no_checks else selection
     state_du = list(filter(None, args.state_du.split(",")))
     paths = LakehousePaths.from_env()
     sources = args.land_sources.split(",") if args.land_sources else None
 
-    def run(selection) -> dict:
-        return materialize(defs, instance, selection, state_du)
-
     out: dict = {"import_s": round(IMPORTED - STARTED, 3), "definitions_s": round(definitions_s, 3)}
-    if args.history:
-        out["history"] = history_levels(args, run, paths, sources)
+    if args.roots:
+        out |= across_roots(args, args.selection, state_du)
     else:
+        if args.land_history:
+            t = time.monotonic()
+            land_history(paths, landed_events(paths), args.land_history, args.history_rows)
+            out["landing_s"] = round(time.monotonic() - t, 2)
         runs = []
         for i in range(args.runs):
             if args.land_rows:
                 land_hour(paths, args.land_offset + i, args.land_rows, sources)
-            runs.append(run(args.selection))
+            runs.append(materialize(defs, instance, args.selection, state_du, paths))
         out["runs"] = runs
     out["total_s"] = round(time.monotonic() - STARTED, 3)
     print("BENCH_JSON " + json.dumps(out, default=str), flush=True)

@@ -9,11 +9,17 @@ harness; the committed results say which configuration produced them.
 Sections (issue 7): 1 incremental run cost vs a plain PySpark script, 2 per-table overhead,
 3 bronze throughput vs plain Spark batch and DuckDB, 4 history scaling, 5 landing-to-gold
 latency under ``dagster dev``, 6 peak memory and state store size.
+
+Everything that measures no time runs first, side by side (``--parallel``, three at a time): the history roots
+of section 4 (landed and ingested), section 6's runs (its figures are sizes), the warm-up runs of
+section 1, section 3's generated batch and section 5's ``dagster dev`` with its first file. Then
+the timed sections run one at a time: 5, 1 with 2, 4, 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -60,7 +66,7 @@ class Config:
     history_rows: int = 20
     scaling_reps: int = 3
     drops: int = 10
-    state_runs: int = 8
+    state_runs: int = 5
 
 
 FULL = Config("full")
@@ -71,35 +77,17 @@ QUICK = Config(
 
 
 class Budget:
-    """The suite's time budget: each section gets a share of what is left; loops stop adding
-    repetitions (beyond their minimum) once their section's time is up."""
+    """The suite's time budget: a section adds repetitions beyond its minimum only while the
+    budget lasts (every figure is always a median of at least its minimum)."""
 
     def __init__(self, minutes: float):
         self.deadline = time.monotonic() + minutes * 60
-        self.section_end = self.deadline
-
-    def left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def start(self, share: float) -> None:
-        self.section_end = time.monotonic() + max(self.left(), 0) * share
 
     def more(self, done: int, minimum: int, maximum: int) -> bool:
-        """Every section gets its minimum (each figure is a median of several runs); more only
-        while its share of the budget lasts."""
-        now = time.monotonic()
-        return done < minimum or (done < maximum and now < self.section_end and now < self.deadline)
-
-    def fit(self, wanted: int, minimum: int, seconds_each: float | None) -> int:
-        """How many repetitions of ``seconds_each`` fit in the section's time (at least ``minimum``)."""
-        if not seconds_each:
-            return wanted
-        return max(minimum, min(wanted, int((self.section_end - time.monotonic()) / seconds_each)))
+        return done < minimum or (done < maximum and time.monotonic() < self.deadline)
 
 
 BUDGET = Budget(10**6)
-# The median incremental CLI run, once measured: how long one run takes on this machine now.
-RUN_ESTIMATE: dict[str, float] = {}
 
 
 def log(message: str) -> None:
@@ -257,13 +245,15 @@ def load() -> str:
 # -- 1 + 2: incremental run cost and per-table overhead ---------------------------------------
 
 
-def bench_incremental(cfg: Config, workdir: Path) -> dict:
+def incremental_scenarios(cfg: Config, workdir: Path) -> tuple[Scenario, Scenario]:
+    """Both data roots of section 1 with the same history landed (ingested by the warm-up runs)."""
     d, p = Scenario(workdir, "incremental-dagster"), Scenario(workdir, "incremental-plain")
-    log(f"1. incremental: landing {cfg.base_files} history files, warm-up runs (not measured)")
     d.land(cfg.base_files, cfg.small_rows, mirror=[p])
-    with ThreadPoolExecutor(2) as pool:  # not measured, so side by side
-        for warm_up in [pool.submit(d.dagster_cli), pool.submit(p.plain)]:
-            warm_up.result()
+    return d, p
+
+
+def bench_incremental(cfg: Config, d: Scenario, p: Scenario) -> dict:
+    """Section 1 (and 2): the history was ingested by unmeasured warm-up runs of both sides."""
     dagster, plain, rss_d, rss_p, plain_splits, cli_splits = [], [], [], [], [], []
     i = 0
     while BUDGET.more(i, min(3, cfg.reps), cfg.reps):
@@ -282,7 +272,6 @@ def bench_incremental(cfg: Config, workdir: Path) -> dict:
                 plain_splits.append(split_plain(jp))
         log(f"   rep {i + 1}: dagster CLI {dagster[-1]:.1f}s, plain {plain[-1]:.1f}s")
         i += 1
-    RUN_ESTIMATE["cli"] = median(dagster)
     result = {
         "dagster_s": dagster, "plain_s": plain, "dagster_median_s": median(dagster), "plain_median_s": median(plain),
         "ratio": median(dagster) / median(plain), "dagster_peak_rss": rss_d, "plain_peak_rss": rss_p,
@@ -401,7 +390,8 @@ print("BENCH_JSON " + json.dumps({"duration_s": elapsed, "rows": rows}))
 """
 
 
-def bench_throughput(cfg: Config, workdir: Path) -> dict:
+def throughput_files(cfg: Config, workdir: Path) -> dict:
+    """The large batch of section 3: generated once, hard-linked into each repetition's root."""
     src = Scenario(workdir, "throughput-source")
     log(f"3. throughput: generating {cfg.big_files} x {cfg.big_rows:,} events")
     files = src.land(cfg.big_files, cfg.big_rows, step=timedelta(hours=1))
@@ -412,7 +402,11 @@ def bench_throughput(cfg: Config, workdir: Path) -> dict:
         opener = gzip.open if f.suffix == ".gz" else open
         with opener(f, "rt") as handle:
             lines += sum(1 for line in handle if line.strip())
-    size = sum(f.stat().st_size for f in files)
+    return {"files": files, "lines": lines, "size": sum(f.stat().st_size for f in files)}
+
+
+def bench_throughput(cfg: Config, workdir: Path, batch: dict) -> dict:
+    files, lines, size = batch["files"], batch["lines"], batch["size"]
     fw, plain, duck, fw_step = [], [], [], []
     i = 0
     while BUDGET.more(i, min(2, cfg.throughput_reps), cfg.throughput_reps):
@@ -446,61 +440,92 @@ def bench_throughput(cfg: Config, workdir: Path) -> dict:
 # -- 4: history scaling -----------------------------------------------------------------------
 
 
-def bench_scaling(cfg: Config, workdir: Path) -> dict:
-    """One process (``dagster_run.py --history``) on one data root: for each history size it lands
-    small files up to it and ingests them in a run without checks (not measured), then runs the
-    events chain ``scaling_reps`` times with one new file each. The measured runs share a warm JVM,
-    so the constant cold-start cost (section 1) does not dilute what grows with the history."""
-    sc = Scenario(workdir, "scaling")
-    # Leave latency, throughput and state their expected time (about 9 incremental CLI runs on 2 cores).
-    reserve = 9 * RUN_ESTIMATE.get("cli", 70.0)
-    deadline = time.time() + max(BUDGET.left() - reserve, 0)
+def scaling_root(cfg: Config, workdir: Path, files: int, name: str | None = None) -> dict:
+    """A data root with ``files`` small events files landed and ingested by the events chain
+    (one run, without checks: preparation, not a measured run)."""
+    sc = Scenario(workdir, name or f"scaling-{files}")
     proc, j = sc.dagster_instrumented(
-        EVENTS_CHAIN, "--runs", str(cfg.scaling_reps), "--land-rows", str(cfg.small_rows), "--land-sources", "events",
-        "--history", ",".join(str(x) for x in cfg.levels), "--history-rows", str(cfg.history_rows),
-        "--deadline", str(deadline),
+        EVENTS_CHAIN, "--no-checks", "--land-history", str(files), "--history-rows", str(cfg.history_rows)
     )  # fmt: skip
-    history = j["history"]
+    if not all(r["success"] for r in j["runs"]):
+        raise RuntimeError(f"ingesting {files} history files failed")
+    log(f"4. scaling: {files:,} files landed in {j['landing_s']:.0f}s and ingested in {j['runs'][0]['wall_s']:.0f}s")
+    return {"scenario": sc, "files": files, "landing_s": j["landing_s"], "ingest_run_s": j["runs"][0]["wall_s"]}
+
+
+def bench_scaling(cfg: Config, prepared: list[dict], warm_up: dict) -> dict:
+    """One process (``dagster_run.py --roots``) runs the events chain ``scaling_reps`` times with one
+    new file on each prepared history size in turn, after one unmeasured run on ``warm_up``. The
+    measured runs share a warm JVM on purpose: the cold start every fresh process pays (section 1)
+    is the same at every size and would only dilute what grows with the history."""
+    spec = lambda p: f"{p['scenario'].root}={p['scenario'].home}"  # noqa: E731
+    first = prepared[0]["scenario"]
+    proc, j = first.dagster_instrumented(
+        EVENTS_CHAIN, "--runs", str(cfg.scaling_reps), "--land-rows", str(cfg.small_rows), "--land-sources", "events",
+        "--roots", ",".join(spec(p) for p in prepared), "--warm-up-root", spec(warm_up),
+    )  # fmt: skip
     levels: list[dict] = []
-    for lv in history["levels"]:
-        measured = lv["runs"]
-        if not lv["ingest"]["success"] or not all(r["success"] for r in measured):
-            raise RuntimeError(f"a scaling run at {lv['files_before']} files failed")
-        walls = [r["wall_s"] for r in measured]
-        splits = [split_dagster({"import_s": 0.0, "definitions_s": 0.0, "runs": [r]}) for r in measured]
+    for prep, measured in zip(prepared, j["roots"], strict=True):
+        if not all(r["success"] for r in measured["runs"]):
+            raise RuntimeError(f"a scaling run at {prep['files']} files failed")
+        walls = [r["wall_s"] for r in measured["runs"]]
+        splits = [split_dagster({"import_s": 0.0, "definitions_s": 0.0, "runs": [r]}) for r in measured["runs"]]
         levels.append({
-            "files_before": lv["files_before"], "wall_s": walls, "median_s": median(walls), "split": median_tree(splits),
-            "landing_s": lv["landing_s"], "ingested_files": lv["ingested_files"], "ingest_run_s": lv["ingest"]["wall_s"],
-            "seen_files_log_bytes": lv["seen_files_log_bytes"],
+            "files_before": measured["files_before"], "wall_s": walls, "median_s": median(walls),
+            "split": median_tree(splits), "landing_s": prep["landing_s"], "ingested_files": prep["files"],
+            "ingest_run_s": prep["ingest_run_s"], "seen_files_log_bytes": measured["seen_files_log_bytes"],
         })  # fmt: skip
-        log(f"4. scaling: {lv['files_before']:,} files (landed in {lv['landing_s']:.0f}s, ingested in "
-            f"{lv['ingest']['wall_s']:.0f}s); one new file: {', '.join(f'{w:.1f}' for w in walls)}s")  # fmt: skip
-    for skipped in history["skipped_levels"]:
-        log(f"4. scaling: skipped {skipped:,} files (time budget)")
-    if levels:
-        base = levels[0]["median_s"]
-        for lv in levels:
-            lv["vs_first"] = lv["median_s"] / base
-    return {"levels": levels, "skipped_levels": history["skipped_levels"], "warm": True, "one_process": True,
-            "process_s": proc.wall_s, "peak_rss": proc.peak_rss}  # fmt: skip
+        log(f"4. scaling: one new file after {measured['files_before']:,} files: {', '.join(f'{w:.1f}' for w in walls)}s")
+    base = levels[0]["median_s"]
+    for lv in levels:
+        lv["vs_first"] = lv["median_s"] / base
+    return {"levels": levels, "skipped_levels": [], "warm": True, "roots": True,
+            "warm_up_s": j["warm_up"]["runs"][0]["wall_s"], "process_s": proc.wall_s, "peak_rss": proc.peak_rss}  # fmt: skip
 
 
 # -- 5: latency -------------------------------------------------------------------------------
 
 
-def bench_latency(cfg: Config) -> dict:
-    # A drop runs the whole ingest_events job (five tables) plus the sensor and queue: ~1.5 CLI runs.
-    each = RUN_ESTIMATE.get("cli", 0) * 1.5 + 5 if "cli" in RUN_ESTIMATE else None
-    drops = BUDGET.fit(cfg.drops, min(10, cfg.drops), each)  # the issue asks for at least ten
-    log(f"5. latency: scripts/measure_latency.py --isolated --drops {drops}")
-    p = run([str(BIN / "python"), str(REPO / "scripts" / "measure_latency.py"), "--isolated", "--drops", str(drops),
-             "--timeout", os.environ.get("BENCH_LATENCY_TIMEOUT", "600")], check=False, timeout=2400)  # fmt: skip
-    drops = [float(m) for m in re.findall(r"after\s+([\d.]+)s", p.out)]
-    summary = re.search(r"p50 ([\d.]+)s, p95 ([\d.]+)s", p.out)
+def _latency_script():
+    spec = importlib.util.spec_from_file_location("measure_latency", REPO / "scripts" / "measure_latency.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+LATENCY_TIMEOUT = float(os.environ.get("BENCH_LATENCY_TIMEOUT", "600"))
+
+
+def latency_server(workdir: Path) -> tuple:
+    """A temporary ``dagster dev`` with the warm Spark server, as ``make dev`` starts it, on its own
+    instance and data root, with a first file landed so every table exists (not measured)."""
+    from lakehouse_assets.lib.settings import LakehousePaths
+    from lakehouse_assets.orchestration.devserver import DagsterDev
+
+    paths = LakehousePaths(str(workdir / "latency" / "data"))
+    server = DagsterDev(root=paths.root, isolated=True, warm_spark=True)
+    log(f"5. latency: starting dagster dev on {server.url} (data root {paths.root})")
+    server.start()
+    try:
+        _latency_script().warm_up(server, paths, 200, LATENCY_TIMEOUT)
+    except BaseException:
+        server.stop()
+        raise
+    return server, paths
+
+
+def bench_latency(cfg: Config, server, paths) -> dict:
+    """``scripts/measure_latency.py``'s drops against the server prepared by :func:`latency_server`."""
+    script = _latency_script()
+    log(f"5. latency: {cfg.drops} drops, the landing sensor launching every run")
+    t = time.monotonic()
+    try:
+        drops = script.measure(server, paths, cfg.drops, 200, LATENCY_TIMEOUT)
+    finally:
+        server.stop()
     return {
-        "ok": p.rc == 0 and bool(summary), "drops_s": drops, "wall_s": p.wall_s,
-        "p50_s": float(summary.group(1)) if summary else None, "p95_s": float(summary.group(2)) if summary else None,
-        "tail": p.out[-1500:] if p.rc else "",
+        "ok": True, "drops_s": drops, "wall_s": round(time.monotonic() - t, 1),
+        "p50_s": script.percentile(drops, 0.5), "p95_s": script.percentile(drops, 0.95), "tail": "",
     }  # fmt: skip
 
 
@@ -510,7 +535,7 @@ def bench_latency(cfg: Config) -> dict:
 def bench_state(cfg: Config, workdir: Path) -> dict:
     sc = Scenario(workdir, "state")
     # Every table, warm JVM after the first: about 1.5 CLI runs of the events chain each.
-    runs = BUDGET.fit(cfg.state_runs, min(4, cfg.state_runs), RUN_ESTIMATE["cli"] * 1.5 if "cli" in RUN_ESTIMATE else None)
+    runs = cfg.state_runs
     log(f"6. state: {runs} runs of the stateful tables and their inputs, an hour of new data each")
     p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", STATE_CHAIN, "--runs", str(runs),
              "--state-du", ",".join(STATEFUL), "--land-rows", str(cfg.small_rows), "--no-checks"], sc.env, timeout=2400)  # fmt: skip
@@ -560,8 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int)
     parser.add_argument("--levels", help="comma-separated history sizes, e.g. 10,100,1000")
-    parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 27)),
-                        help="stop adding repetitions / history sizes past this many minutes (default 27)")
+    parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 20)),
+                        help="add repetitions beyond each section's minimum only until this many minutes (default 20)")
+    parser.add_argument("--parallel", type=int, default=3, help="preparation tasks at a time (default 3)")
     args = parser.parse_args(argv)
     cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
     for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
@@ -581,28 +607,55 @@ def main(argv: list[str] | None = None) -> int:
         "load_start": load(),
     }  # fmt: skip
     log(f"bench ({cfg.name}) on {results['machine']['cores']} cores, load {results['load_start']}")
-    # Shares of the time left when each section starts.
-    # History scaling comes early: its sizes are what the budget may cut, the other sections
-    # only lose repetitions beyond their minimum.
-    steps = [("1", "incremental", 0.35, lambda: bench_incremental(cfg, workdir)),
-             ("4", "scaling", 0.6, lambda: bench_scaling(cfg, workdir)),
-             ("5", "latency", 0.5, lambda: bench_latency(cfg)),
-             ("3", "throughput", 0.5, lambda: bench_throughput(cfg, workdir)),
-             ("6", "state", 1.0, lambda: bench_state(cfg, workdir))]  # fmt: skip
     global BUDGET
     BUDGET = Budget(args.budget_min)
-    for key, name, share, fn in steps:
-        if key not in sections:
-            continue
-        BUDGET.start(share)
+
+    saving = threading.Lock()
+
+    def record(name: str, fn) -> None:
         t = time.monotonic()
         try:
             results[name] = fn()
         except Exception as error:  # noqa: BLE001 - one broken section must not lose the others
             log(f"{name} failed: {error}")
             results[name] = {"error": str(error)[-3000:]}
-        results.setdefault("section_s", {})[name] = round(time.monotonic() - t, 1)
-        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        with saving:
+            results.setdefault("section_s", {})[name] = round(time.monotonic() - t, 1)
+            (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+
+    # Preparation measures nothing, so it runs side by side (three processes at a time on 2 cores):
+    # the history roots of section 4, section 6's runs (their figures are sizes, not times), the
+    # warm-up runs of section 1 and section 3's generated batch. Longest first.
+    log("preparing: history roots, state runs, warm-ups and the throughput batch, side by side")
+    with ThreadPoolExecutor(args.parallel) as pool:
+        roots = [pool.submit(scaling_root, cfg, workdir, n) for n in sorted(cfg.levels, reverse=True)] if "4" in sections else []
+        state = pool.submit(record, "state", lambda: bench_state(cfg, workdir)) if "6" in sections else None
+        pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
+        warm_ups = [pool.submit(pair[0].dagster_cli), pool.submit(pair[1].plain)] if pair else []
+        warm_root = pool.submit(scaling_root, cfg, workdir, cfg.base_files, "scaling-warm-up") if "4" in sections else None
+        batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
+        dev = pool.submit(latency_server, workdir) if "5" in sections else None
+        prepare_t = time.monotonic()
+        for f in [*roots, *warm_ups, *[x for x in (warm_root, batch, dev, state) if x]]:
+            try:
+                f.result()
+            except Exception as error:  # noqa: BLE001 - reported by the section that needs it
+                log(f"preparation failed: {error}")
+        results.setdefault("section_s", {})["preparation"] = round(time.monotonic() - prepare_t, 1)
+    # Measured sections, one at a time on a quiet machine; latency first, while its server is up.
+    if dev:
+        if dev.exception():
+            results["latency"] = {"error": str(dev.exception())[-3000:]}
+        else:
+            record("latency", lambda: bench_latency(cfg, *dev.result()))
+    if pair and all(not w.exception() for w in warm_ups):
+        record("incremental", lambda: bench_incremental(cfg, *pair))
+    elif pair:
+        results["incremental"] = {"error": f"warm-up failed: {next(w.exception() for w in warm_ups if w.exception())}"}
+    if roots:
+        record("scaling", lambda: bench_scaling(cfg, [r.result() for r in reversed(roots)], warm_root.result()))
+    if batch:
+        record("throughput", lambda: bench_throughput(cfg, workdir, batch.result()))
     results["load_end"] = load()
     results["total_min"] = round((time.monotonic() - started) / 60, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))

@@ -4,7 +4,8 @@ rerun, and compare every table with the answer computed from the landed files.""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,11 @@ STATEFUL_FAULTS = (
 def test_kills_in_merge_scd2_and_stateful_tables_leave_what_a_clean_run_leaves(tmp_path: Path, spark) -> None:
     subject, reference = tmp_path / "subject", tmp_path / "reference"
     options = GeneratorOptions(files=1, rows=300, seed=40, start=START, late=0.2, duplicate=0.1)
-    files = generate(LakehousePaths(str(subject / "lakehouse")), options)
+    # Two hours of data, so the watermark (latest time - 1 hour) passes the attribution windows of
+    # the first hour's impressions and gold_ad_attribution writes them in the same run.
+    later = replace(options, seed=41, start=START + timedelta(hours=2))
+    paths = LakehousePaths(str(subject / "lakehouse"))
+    files = generate(paths, options) + generate(paths, later)
     mirror_landing(files, subject / "lakehouse", reference / "lakehouse")
     # The reference: the same files, one clean run.
     assert materialize_in_child(reference, "*").returncode == 0

@@ -89,12 +89,17 @@ def current_version(paths: LakehousePaths) -> int:
     return versions[-1][0] if versions else -1
 
 
-def measure(server, paths: LakehousePaths, drops: int, rows: int, timeout: float) -> list[float]:
+def warm_up(server, paths: LakehousePaths, rows: int, timeout: float) -> None:
+    """Land a first file so every table exists (not measured), unless gold exists already."""
     if current_version(paths) < 0:
         print("warm-up: landing a first file so every table exists (not measured) ...", flush=True)
         server.wait_idle(timeout, quiet=2)
-        _, arrived = drop_file(paths, seed=int(time.time()), rows=rows)
+        drop_file(paths, seed=int(time.time()), rows=rows)
         wait_for_gold(paths, -1, timeout)
+
+
+def measure(server, paths: LakehousePaths, drops: int, rows: int, timeout: float) -> list[float]:
+    warm_up(server, paths, rows, timeout)
     latencies = []
     for i in range(drops):
         server.wait_idle(timeout, quiet=2)
