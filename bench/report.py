@@ -245,6 +245,32 @@ def overhead_table(ov: dict) -> str:
     return "\n".join(out)
 
 
+README_START = "<!-- bench-summary:start (written by make bench) -->"
+README_END = "<!-- bench-summary:end -->"
+
+
+def quote_in_readme(r: dict, readme: Path) -> bool:
+    """Put the summary table, with where and how long it ran, between the README's markers."""
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        return False
+    m = r["machine"]
+    sections = ", ".join(f"{k} {v / 60:.1f}" for k, v in r.get("section_s", {}).items())
+    block = "\n".join([
+        README_START,
+        f"From one `make bench` on {r['started']} ({m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; "
+        f"PySpark {m['pyspark']}, delta-spark {m['delta-spark']}, Dagster {m['dagster']}; load {r['load_start']} at "
+        f"the start): **{r.get('total_min', '?')} min** in all (minutes: {sections}). Medians; the counts are in "
+        "[`bench/results.md`](bench/results.md), with the per-table split and why each missed target is missed.",
+        "",
+        summary_table(r),
+        README_END,
+    ])  # fmt: skip
+    start, end = text.index(README_START), text.index(README_END) + len(README_END)
+    readme.write_text(text[:start] + block + text[end:])
+    return True
+
+
 def write_report(r: dict, path: Path, notes: str = "") -> None:
     m = r["machine"]
     cfg = r["config"]
