@@ -6,11 +6,9 @@ from typing import Any
 
 import dagster as dg
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from lakehouse_assets.lib import storage
-from lakehouse_assets.lib.runner import RunReport, WrittenSample
+from lakehouse_assets.lib.runner import RunReport, WrittenSample, sample_written
 
 # What describes the table's content, so it can be carried over while the version stands still.
 CONTENT_KEYS = ("dagster/row_count", "dagster/column_schema", "preview")
@@ -27,10 +25,6 @@ def markdown_preview(rows: list[dict[str, Any]], columns: list[str], width: int 
     return "\n".join(lines)
 
 
-def _column_schema(schema: StructType) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(f.name, f.dataType.simpleString()) for f in schema.fields])
-
-
 def table_metadata(
     spark: SparkSession,
     path: str,
@@ -44,8 +38,9 @@ def table_metadata(
     at the version recorded there, its content figures are carried over instead of recomputed
     (two Spark jobs saved per table on a run that wrote nothing); otherwise the row count is the
     recorded one (0 before the first run) plus the row metrics of the commits since, and, when the
-    run hands over a sample of what it ``written``, schema and preview come from that sample: the
-    table is not read back at all. A real count and read when the commits' metrics are unclear."""
+    run hands over ``written`` (a sample of what it wrote), schema and preview come from that
+    sample: the table is not read back at all. A real count and read when the commits' metrics
+    are unclear."""
     version = storage.delta_version(spark, path)
     base = {"dagster/uri": dg.MetadataValue.path(path), "delta_version": dg.MetadataValue.int(int(version or 0))}
     previous = previous or {}
@@ -57,29 +52,24 @@ def table_metadata(
     since, known = (
         (int(previous["delta_version"].value), int(previous["dagster/row_count"].value)) if recorded else (-1, 0)
     )
-    if version is not None and written is not None and since <= version:
-        count = storage.delta_row_count(spark, path, known, since, version)
-        if count is not None:
-            return {
-                "dagster/row_count": dg.MetadataValue.int(count),
-                "dagster/column_schema": _column_schema(written.schema),
-                "preview": dg.MetadataValue.md(markdown_preview(written.rows, written.schema.fieldNames())),
-                **base,
-            }
-    df = spark.read.format("delta").load(path)
-    # As text, so values Python cannot hold (timestamps before year 1 after a time-zone shift) show.
-    as_text = df.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in df.columns])
-    rows = [r.asDict() for r in as_text.limit(preview_rows).collect()]
-    count = None
-    if version is not None and "delta_version" in previous and "dagster/row_count" in previous:
-        # The last count plus what the commits since then added and removed: no Spark job.
-        since = int(previous["delta_version"].value)
-        if since <= version:
-            count = storage.delta_row_count(spark, path, int(previous["dagster/row_count"].value), since, version)
+    # The recorded count plus the commits since (from an empty table when the run hands over what
+    # it wrote on a first run); None when a commit's effect on the count is unclear.
+    count = (
+        storage.delta_row_count(spark, path, known, since, version)
+        if version is not None and since <= version and (recorded or written is not None)
+        else None
+    )
+    sample = written
+    if sample is None or count is None:
+        df = spark.read.format("delta").load(path)
+        sample = sample_written(df, preview_rows)
+        count = df.count() if count is None else count
     return {
-        "dagster/row_count": dg.MetadataValue.int(df.count() if count is None else count),
-        "dagster/column_schema": _column_schema(df.schema),
-        "preview": dg.MetadataValue.md(markdown_preview(rows, df.columns)),
+        "dagster/row_count": dg.MetadataValue.int(count),
+        "dagster/column_schema": dg.TableSchema(
+            columns=[dg.TableColumn(f.name, f.dataType.simpleString()) for f in sample.schema.fields]
+        ),
+        "preview": dg.MetadataValue.md(markdown_preview(sample.rows, sample.schema.fieldNames())),
         **base,
     }
 
