@@ -21,7 +21,6 @@ STARTED = time.monotonic()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -81,10 +80,7 @@ def materialize(
         metadata[mat.asset_key.to_user_string()] = {
             k: v.value for k, v in mat.metadata.items() if isinstance(v.value, (int, float))
         }
-    state = {}
-    for name in state_du:
-        folder = Path(paths.checkpoint(name).removeprefix("file:")) / "query" / "state"
-        state[name] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
+    state = {name: bytes_under(Path(paths.checkpoint(name).removeprefix("file:")) / "query" / "state") for name in state_du}
     return {
         "success": result.success, "wall_s": round(wall, 3), "run_s": round(run_s, 3),
         "spark_start_s": round(SPARK.get("start_s", 0.0), 3),
@@ -94,6 +90,10 @@ def materialize(
     }  # fmt: skip
 
 
+def bytes_under(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
+
+
 def landed_events(paths: LakehousePaths) -> int:
     landing = Path(paths.landing("events").removeprefix("file:"))
     return len(list(landing.iterdir())) if landing.exists() else 0
@@ -101,8 +101,7 @@ def landed_events(paths: LakehousePaths) -> int:
 
 def seen_files_log_bytes(paths: LakehousePaths) -> int:
     """Size of bronze_events' file-source log (one line per file ever ingested)."""
-    log = Path(paths.checkpoint("bronze_events").removeprefix("file:")) / "query" / "sources" / "0"
-    return sum(f.stat().st_size for f in log.rglob("*") if f.is_file()) if log.exists() else 0
+    return bytes_under(Path(paths.checkpoint("bronze_events").removeprefix("file:")) / "query" / "sources" / "0")
 
 
 def across_roots(args: argparse.Namespace, selection, state_du: list[str]) -> dict:

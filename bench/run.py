@@ -23,7 +23,6 @@ import importlib.util
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
