@@ -14,7 +14,6 @@ import json
 import os
 import random
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
