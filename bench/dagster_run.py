@@ -8,8 +8,8 @@ around the framework's pieces (nothing in the framework is changed): Spark sessi
 table's ``TableRunner.run`` with its queries' ``StreamingQueryProgress.durationMs``, the
 materialization metadata, each asset check, and the step and run times from Dagster's event log.
 ``--runs N`` materializes N times in the same process (warm JVM) and reports each run;
-``--land-history N`` first lands N small events files (a history to ingest); ``--roots`` runs on
-several prepared data roots in turn, in this one process (section 4).
+``--land-history N`` first lands N small events files (a history to ingest); ``--levels`` grows
+one data root's history through several sizes, measuring runs at each (section 4).
 Prints ``BENCH_JSON {...}`` at the end.
 """
 
@@ -42,15 +42,18 @@ HISTORY_FILES_PER_HOUR = 12
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 
 
-def land_history(paths: LakehousePaths, landed: int, files: int, rows: int) -> None:
+def land_history(paths: LakehousePaths, landed: int, files: int, rows: int, first_hour: int = 0) -> int:
     """``files`` small events files after the ``landed`` already there, twelve per hour of event
-    time (one generator call per hour: 10,000 files land in seconds, not minutes)."""
+    time from ``first_hour`` on (one generator call per hour: 10,000 files land in seconds, not
+    minutes). Returns the hour after the last one landed."""
+    hour = first_hour
     while files > 0:
         batch = min(HISTORY_FILES_PER_HOUR, files)
-        at = T0 + timedelta(hours=landed // HISTORY_FILES_PER_HOUR)
-        generate(paths, GeneratorOptions(files=batch, rows=rows, seed=landed, start=at), ["events"])
+        generate(paths, GeneratorOptions(files=batch, rows=rows, seed=landed, start=T0 + timedelta(hours=hour)), ["events"])
         landed += batch
         files -= batch
+        hour += 1
+    return hour
 
 
 def land_hour(paths: LakehousePaths, hour: int, rows: int, sources: list[str] | None) -> None:
@@ -104,26 +107,29 @@ def seen_files_log_bytes(paths: LakehousePaths) -> int:
     return bytes_under(Path(paths.checkpoint("bronze_events").removeprefix("file:")) / "query" / "sources" / "0")
 
 
-def across_roots(args: argparse.Namespace, selection, state_du: list[str]) -> dict:
-    """``--runs`` runs on each of several prepared data roots in turn, one new events file before
-    each, all in this process (one warm JVM); each root keeps its own Dagster instance. A first
-    run on ``--warm-up-root`` (also with one new file) warms the JVM and is not measured."""
+def over_levels(args: argparse.Namespace, paths: LakehousePaths, defs, instance, selection) -> dict:
+    """History scaling in one data root and one process (one warm JVM): for each of ``--levels``,
+    land small history files up to that many, ingest them with one unmeasured run (no checks),
+    then ``--runs`` measured runs with one new events file each. Event time only moves forward.
+    A first run on one file, before any history, warms the JVM and the checks (not measured)."""
     sources = args.land_sources.split(",") if args.land_sources else None
-
-    def on(spec: str, runs: int) -> dict:
-        root, home = spec.split("=", 1)
-        paths = LakehousePaths(root)
-        defs = build_definitions(paths)
-        instance = dg.DagsterInstance.from_config(home)
-        before = landed_events(paths)
-        out = []
-        for _ in range(runs):
-            land_hour(paths, landed_events(paths), args.land_rows, sources)  # after all the history
-            out.append(materialize(defs, instance, selection, state_du, paths))
-        return {"root": root, "files_before": before, "runs": out, "seen_files_log_bytes": seen_files_log_bytes(paths)}
-
-    warm_up = on(args.warm_up_root, 1) if args.warm_up_root else None
-    return {"warm_up": warm_up, "roots": [on(spec, args.runs) for spec in args.roots.split(",")]}
+    land_hour(paths, 0, args.land_rows, sources)
+    warm_up = materialize(defs, instance, selection, [], paths)
+    hour, levels = 1, []
+    for level in (int(x) for x in args.levels.split(",")):
+        t = time.monotonic()
+        hour = land_history(paths, landed_events(paths), max(level - landed_events(paths), 0), args.history_rows, hour)
+        landing_s = time.monotonic() - t
+        ingest = materialize(defs, instance, selection.without_checks(), [], paths)
+        before, runs = landed_events(paths), []
+        for _ in range(args.runs):
+            land_hour(paths, hour, args.land_rows, sources)
+            hour += 1
+            runs.append(materialize(defs, instance, selection, [], paths))
+        levels.append({"level": level, "files_before": before, "landing_s": round(landing_s, 2),
+                       "ingest_run_s": ingest["wall_s"], "ingest_success": ingest["success"], "runs": runs,
+                       "seen_files_log_bytes": seen_files_log_bytes(paths)})  # fmt: skip
+    return {"warm_up": warm_up, "levels": levels}
 
 
 def main() -> None:
@@ -136,8 +142,7 @@ def main() -> None:
     parser.add_argument("--land-offset", type=int, default=0, help="hours (and seeds) after the first landed hour")
     parser.add_argument("--land-history", type=int, default=0, help="first land this many small events files")
     parser.add_argument("--history-rows", type=int, default=20, help="events per history file")
-    parser.add_argument("--roots", default="", help="ROOT=DAGSTER_HOME,...: run on each (see across_roots)")
-    parser.add_argument("--warm-up-root", default="", help="ROOT=DAGSTER_HOME for one unmeasured first run")
+    parser.add_argument("--levels", default="", help="history sizes, e.g. 10,100,1000 (see over_levels)")
     parser.add_argument("--no-checks", action="store_true", help="materialize without the asset checks")
     args = parser.parse_args()
     instrument()
@@ -153,8 +158,8 @@ def main() -> None:
     sources = args.land_sources.split(",") if args.land_sources else None
 
     out: dict = {"import_s": round(IMPORTED - STARTED, 3), "definitions_s": round(definitions_s, 3)}
-    if args.roots:
-        out |= across_roots(args, args.selection, state_du)
+    if args.levels:
+        out |= over_levels(args, paths, defs, instance, args.selection)
     else:
         if args.land_history:
             t = time.monotonic()

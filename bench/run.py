@@ -10,10 +10,10 @@ Sections (issue 7): 1 incremental run cost vs a plain PySpark script, 2 per-tabl
 3 bronze throughput vs plain Spark batch and DuckDB, 4 history scaling, 5 landing-to-gold
 latency under ``dagster dev``, 6 peak memory and state store size.
 
-Everything that measures no time runs first, side by side (``--parallel``, three at a time): the history roots
-of section 4 (landed and ingested), section 6's runs (its figures are sizes), the warm-up runs of
-section 1, section 3's generated batch and section 5's ``dagster dev`` with its first file. Then
-the timed sections run one at a time: 5, 1 with 2, 4, 3.
+Everything that measures no time runs first, side by side (``--parallel``, three at a time):
+section 6's runs (its figures are sizes), the warm-up runs of section 1, section 3's generated
+batch and section 5's ``dagster dev`` with its first file. Then the timed sections run one at a
+time: 5, 1 with 2, 4 (which ingests each size's history itself, unmeasured, in one warm process), 3.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Config:
     big_rows: int = 100_000
     throughput_reps: int = 3
     levels: list[int] = field(default_factory=lambda: [10, 100, 1000, 10000])
-    history_rows: int = 20
+    history_rows: int = 10
     scaling_reps: int = 3
     drops: int = 10
     state_runs: int = 5
@@ -439,47 +439,37 @@ def bench_throughput(cfg: Config, workdir: Path, batch: dict) -> dict:
 # -- 4: history scaling -----------------------------------------------------------------------
 
 
-def scaling_root(cfg: Config, workdir: Path, files: int, name: str | None = None) -> dict:
-    """A data root with ``files`` small events files landed and ingested by the events chain
-    (one run, without checks: preparation, not a measured run)."""
-    sc = Scenario(workdir, name or f"scaling-{files}")
+def bench_scaling(cfg: Config, workdir: Path) -> dict:
+    """One process (``dagster_run.py --levels``) grows one data root's history through every size,
+    ingesting each step's new history files with an unmeasured run (no checks), and runs the events
+    chain ``scaling_reps`` times with one new file at each size. The measured runs share a warm JVM
+    on purpose: the cold start every fresh process pays (section 1) is the same at every size and
+    would only dilute what grows with the history."""
+    sc = Scenario(workdir, "scaling")
+    levels_arg = ",".join(str(n) for n in sorted(cfg.levels))
+    log(f"4. scaling: history of {levels_arg} files, {cfg.scaling_reps} runs with one new file at each size")
     proc, j = sc.dagster_instrumented(
-        EVENTS_CHAIN, "--no-checks", "--land-history", str(files), "--history-rows", str(cfg.history_rows)
-    )  # fmt: skip
-    if not all(r["success"] for r in j["runs"]):
-        raise RuntimeError(f"ingesting {files} history files failed")
-    log(f"4. scaling: {files:,} files landed in {j['landing_s']:.0f}s and ingested in {j['runs'][0]['wall_s']:.0f}s")
-    return {"scenario": sc, "files": files, "landing_s": j["landing_s"], "ingest_run_s": j["runs"][0]["wall_s"]}
-
-
-def bench_scaling(cfg: Config, prepared: list[dict], warm_up: dict) -> dict:
-    """One process (``dagster_run.py --roots``) runs the events chain ``scaling_reps`` times with one
-    new file on each prepared history size in turn, after one unmeasured run on ``warm_up``. The
-    measured runs share a warm JVM on purpose: the cold start every fresh process pays (section 1)
-    is the same at every size and would only dilute what grows with the history."""
-    spec = lambda p: f"{p['scenario'].root}={p['scenario'].home}"  # noqa: E731
-    first = prepared[0]["scenario"]
-    proc, j = first.dagster_instrumented(
         EVENTS_CHAIN, "--runs", str(cfg.scaling_reps), "--land-rows", str(cfg.small_rows), "--land-sources", "events",
-        "--roots", ",".join(spec(p) for p in prepared), "--warm-up-root", spec(warm_up),
+        "--levels", levels_arg, "--history-rows", str(cfg.history_rows),
     )  # fmt: skip
     levels: list[dict] = []
-    for prep, measured in zip(prepared, j["roots"], strict=True):
-        if not all(r["success"] for r in measured["runs"]):
-            raise RuntimeError(f"a scaling run at {prep['files']} files failed")
+    for measured in j["levels"]:
+        if not measured["ingest_success"] or not all(r["success"] for r in measured["runs"]):
+            raise RuntimeError(f"a scaling run at {measured['level']} files failed")
         walls = [r["wall_s"] for r in measured["runs"]]
         splits = [split_dagster({"import_s": 0.0, "definitions_s": 0.0, "runs": [r]}) for r in measured["runs"]]
         levels.append({
             "files_before": measured["files_before"], "wall_s": walls, "median_s": median(walls),
-            "split": median_tree(splits), "landing_s": prep["landing_s"], "ingested_files": prep["files"],
-            "ingest_run_s": prep["ingest_run_s"], "seen_files_log_bytes": measured["seen_files_log_bytes"],
+            "split": median_tree(splits), "landing_s": measured["landing_s"], "ingest_run_s": measured["ingest_run_s"],
+            "seen_files_log_bytes": measured["seen_files_log_bytes"],
         })  # fmt: skip
-        log(f"4. scaling: one new file after {measured['files_before']:,} files: {', '.join(f'{w:.1f}' for w in walls)}s")
+        log(f"4. scaling: after {measured['files_before']:,} files (new history ingested in "
+            f"{measured['ingest_run_s']:.0f}s), one new file: {', '.join(f'{w:.1f}' for w in walls)}s")
     base = levels[0]["median_s"]
     for lv in levels:
         lv["vs_first"] = lv["median_s"] / base
-    return {"levels": levels, "skipped_levels": [], "warm": True, "roots": True,
-            "warm_up_s": j["warm_up"]["runs"][0]["wall_s"], "process_s": proc.wall_s, "peak_rss": proc.peak_rss}  # fmt: skip
+    return {"levels": levels, "warm": True, "nested": True,
+            "warm_up_s": j["warm_up"]["wall_s"], "process_s": proc.wall_s, "peak_rss": proc.peak_rss}  # fmt: skip
 
 
 # -- 5: latency -------------------------------------------------------------------------------
@@ -623,19 +613,17 @@ def main(argv: list[str] | None = None) -> int:
             (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
 
     # Preparation measures nothing, so it runs side by side (three processes at a time on 2 cores):
-    # the history roots of section 4, section 6's runs (their figures are sizes, not times), the
-    # warm-up runs of section 1 and section 3's generated batch. Longest first.
-    log("preparing: history roots, state runs, warm-ups and the throughput batch, side by side")
+    # section 6's runs (their figures are sizes, not times), the warm-up runs of section 1, section
+    # 3's generated batch and section 5's server. Longest first.
+    log("preparing: state runs, warm-ups, the throughput batch and the latency server, side by side")
     with ThreadPoolExecutor(args.parallel) as pool:
-        roots = [pool.submit(scaling_root, cfg, workdir, n) for n in sorted(cfg.levels, reverse=True)] if "4" in sections else []
         state = pool.submit(record, "state", lambda: bench_state(cfg, workdir)) if "6" in sections else None
         pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
         warm_ups = [pool.submit(pair[0].dagster_cli), pool.submit(pair[1].plain)] if pair else []
-        warm_root = pool.submit(scaling_root, cfg, workdir, cfg.base_files, "scaling-warm-up") if "4" in sections else None
         batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
         dev = pool.submit(latency_server, workdir) if "5" in sections else None
         prepare_t = time.monotonic()
-        for f in [*roots, *warm_ups, *[x for x in (warm_root, batch, dev, state) if x]]:
+        for f in [*warm_ups, *[x for x in (batch, dev, state) if x]]:
             try:
                 f.result()
             except Exception as error:  # noqa: BLE001 - reported by the section that needs it
@@ -651,8 +639,8 @@ def main(argv: list[str] | None = None) -> int:
         record("incremental", lambda: bench_incremental(cfg, *pair))
     elif pair:
         results["incremental"] = {"error": f"warm-up failed: {next(w.exception() for w in warm_ups if w.exception())}"}
-    if roots:
-        record("scaling", lambda: bench_scaling(cfg, [r.result() for r in reversed(roots)], warm_root.result()))
+    if "4" in sections:
+        record("scaling", lambda: bench_scaling(cfg, workdir))
     if batch:
         record("throughput", lambda: bench_throughput(cfg, workdir, batch.result()))
     results["load_end"] = load()

@@ -102,7 +102,7 @@ def measure(server, paths: LakehousePaths, drops: int, rows: int, timeout: float
     warm_up(server, paths, rows, timeout)
     latencies = []
     for i in range(drops):
-        server.wait_idle(timeout, quiet=2)
+        server.wait_idle(timeout, quiet=1)
         before = current_version(paths)
         landed, arrived = drop_file(paths, seed=int(time.time() * 1000) % 2**31 + i, rows=rows)
         version, committed = wait_for_gold(paths, before, timeout)

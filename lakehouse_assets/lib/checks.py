@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import reduce
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,6 +54,12 @@ class CheckContext:
         if name not in self._versions:
             self._versions[name] = storage.delta_version(self.spark, self.paths.table(name)) or 0
         return self._versions[name]
+
+    def unchanged(self, name: str | None = None) -> bool:
+        """The table is still at the version of its last materialization: no row changed since,
+        so a check of the changed rows has nothing to look at (and runs no Spark job)."""
+        since = self.previous_versions.get(name or self.table)
+        return since is not None and self.version(name) <= since
 
     def changes(
         self, name: str | None = None, kinds: tuple[str, ...] = ("insert", "update_postimage")
@@ -103,6 +110,8 @@ def unique(*keys: str, severity: Severity = "ERROR") -> TableCheck:
     cols = list(keys)
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
+        if ctx.unchanged():
+            return CheckOutcome(True, {"duplicate_keys": 0, "examples": "none"})
         table, changed = ctx.read(), ctx.changes()
         scoped = table if changed is None else table.join(changed.select(*cols).distinct(), cols, "left_semi")
         duplicates = scoped.groupBy(*cols).count().where("count > 1")
@@ -116,6 +125,8 @@ def not_null(*columns: str, severity: Severity = "ERROR") -> TableCheck:
     """Required columns hold no nulls (in the rows that changed)."""
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
+        if ctx.unchanged():
+            return CheckOutcome(True, {"null_counts": "none", "columns": ", ".join(columns)})
         rows = ctx.changes()
         rows = ctx.read() if rows is None else rows
         counts = rows.agg(*[F.count_if(F.col(c).isNull()).alias(c) for c in columns]).first().asDict()
@@ -132,6 +143,9 @@ def scd2_valid(*keys: str, valid_from: str = "valid_from", valid_to: str = "vali
     cols = list(keys)
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
+        counts = {"keys_with_several_current": 0, "current_flag_mismatches": 0, "overlapping_versions": 0}
+        if ctx.unchanged():
+            return CheckOutcome(True, {**counts, "examples": "none"})
         table, changed = ctx.read(), ctx.changes()
         scoped = table if changed is None else table.join(changed.select(*cols).distinct(), cols, "left_semi")
         current = scoped.where(F.col(is_current)).groupBy(*cols).count().where("count > 1")
@@ -171,8 +185,10 @@ def schema_unchanged(severity: Severity = "ERROR") -> TableCheck:
     """No column removed or retyped since the last materialization (added columns are fine)."""
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
-        current = {f.name: f.dataType.simpleString() for f in ctx.read().schema.fields}
         before = ctx.previous_schema
+        if before is not None and ctx.unchanged():  # the version whose schema was recorded
+            return CheckOutcome(True, {"removed": "none", "retyped": "none", "added": "none"})
+        current = {f.name: f.dataType.simpleString() for f in ctx.read().schema.fields}
         if before is None:
             return CheckOutcome(True, {"columns": len(current), "compared_with": "nothing (first run)"})
         removed = sorted(set(before) - set(current))
@@ -211,11 +227,11 @@ def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | 
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
         tables = [ctx.table] + ([quarantine] if quarantine else [])
-        touched: set[str] = set()
-        for name in tables:
+        sources = []  # the source file of every row changed in the table or its quarantine
+        for name in (t for t in tables if not ctx.unchanged(t)):
             changed = ctx.changes(name, kinds=("insert", "update_preimage", "update_postimage", "delete"))
-            rows = ctx.read(name) if changed is None else changed
-            touched |= {r[0] for r in rows.select(source_file).distinct().collect()}
+            sources.append((ctx.read(name) if changed is None else changed).select(source_file))
+        touched = {r[0] for r in reduce(DataFrame.unionByName, sources).distinct().collect()} if sources else set()
         if not touched:
             return CheckOutcome(True, {"files_checked": 0})
         files = sorted(touched)
