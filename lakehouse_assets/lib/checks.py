@@ -6,15 +6,16 @@ assets of the run are skipped and ``dagster asset materialize`` exits non-zero.
 
 Most checks look only at what changed since the last checked materialization (Delta's change
 data feed between the two versions, which also catches commits made outside the pipeline);
-those that need the whole table say ``scope: full table`` in their metadata.
+those that need the whole table say ``scope: full table`` in their metadata. A table still at
+the version of its last materialization has no changes: its changes-scoped checks pass without a Spark job.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import reduce
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession, Window
