@@ -118,7 +118,8 @@ def over_levels(args: argparse.Namespace, paths: LakehousePaths, defs, instance,
     hour, levels = 1, []
     for level in (int(x) for x in args.levels.split(",")):
         t = time.monotonic()
-        hour = land_history(paths, landed_events(paths), max(level - landed_events(paths), 0), args.history_rows, hour)
+        landed = landed_events(paths)
+        hour = land_history(paths, landed, max(level - landed, 0), args.history_rows, hour)
         landing_s = time.monotonic() - t
         ingest = materialize(defs, instance, selection.without_checks(), [], paths)
         before, runs = landed_events(paths), []

@@ -468,7 +468,7 @@ def bench_scaling(cfg: Config, workdir: Path) -> dict:
     base = levels[0]["median_s"]
     for lv in levels:
         lv["vs_first"] = lv["median_s"] / base
-    return {"levels": levels, "warm": True, "nested": True,
+    return {"levels": levels, "warm": True,
             "warm_up_s": j["warm_up"]["wall_s"], "process_s": proc.wall_s, "peak_rss": proc.peak_rss}  # fmt: skip
 
 

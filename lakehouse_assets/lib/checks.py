@@ -70,9 +70,9 @@ class CheckContext:
         since = self.previous_versions.get(name or self.table)
         if since is None:
             return None
-        current = self.version(name)
-        if current <= since:
+        if self.unchanged(name):
             return self.read(name).limit(0)
+        current = self.version(name)
         return (
             self.spark.read.format("delta")
             .option("readChangeFeed", "true")
