@@ -54,6 +54,22 @@ def test_every_check_passes_on_healthy_tables(healthy) -> None:
     assert checks[("bronze_events", "landed_lines_conserved")].metadata["files_checked"].value == 1
 
 
+def test_reconciliation_is_carried_over_while_neither_table_changes(healthy) -> None:
+    lh, first = healthy
+    key = ("gold_hourly_revenue", "reconciles_with_silver_events")
+    scanned = evaluations(first)[key]
+    rerun = evaluations(lh.materialize(["gold_hourly_revenue"]))[key]
+    assert rerun.passed
+    assert rerun.metadata["evaluated"].value == "carried over (neither table changed)"
+    versions = {name: DeltaTable.forPath(lh.spark, lh.paths.table(name)).history(1).first()["version"]
+                for name in ("gold_hourly_revenue", "silver_events")}  # fmt: skip
+    assert rerun.metadata["delta_version"].value == versions["gold_hourly_revenue"]
+    assert rerun.metadata["silver_events_delta_version"].value == versions["silver_events"]
+    assert {k: v.value for k, v in rerun.metadata.items() if k != "evaluated"} == {
+        k: v.value for k, v in scanned.metadata.items() if k != "evaluated"
+    }
+
+
 def rerun_with_damage(lh: Lakehouse, damage, selection=CHAIN) -> dg.ExecuteInProcessResult:
     damage()
     return lh.materialize(selection, raise_on_error=False)
@@ -102,7 +118,7 @@ def test_row_deleted_from_gold_breaks_reconciliation(healthy) -> None:
     assert not check.passed and not result.success
     metadata = {k: v.value for k, v in check.metadata.items()}
     assert metadata["orders_in_silver_events"] - metadata["orders"] == row["orders"]
-    assert metadata["scope"] == "full table"
+    assert metadata["scope"] == "full table" and metadata["evaluated"] == "full scan"
     repair(lh, "gold_hourly_revenue")
 
 

@@ -108,6 +108,23 @@ def _previous_metadata(instance: dg.DagsterInstance, table: StreamingTable) -> d
     return previous
 
 
+def _previous_checks(instance: dg.DagsterInstance, table: StreamingTable, selected: frozenset[str]) -> dict[str, dict[str, Any]]:
+    """The last completed evaluation of each selected full-table check (its metadata says which
+    table versions it saw, so an unchanged pair need not be scanned again)."""
+    previous: dict[str, dict[str, Any]] = {}
+    for check in table.all_checks:
+        if check.scope != "full table" or check.name not in selected:
+            continue
+        key = dg.AssetCheckKey(dg.AssetKey(table.name), check.name)
+        # The newest record may be this run's own planned evaluation: take the newest completed one.
+        for record in instance.event_log_storage.get_asset_check_execution_history(key, limit=3):
+            evaluation = record.event.asset_check_evaluation if record.event else None
+            if evaluation is not None:
+                previous[check.name] = {"passed": evaluation.passed, "metadata": dict(evaluation.metadata)}
+                break
+    return previous
+
+
 def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcome) -> dg.AssetCheckResult:
     severity = dg.AssetCheckSeverity.ERROR if check.severity == "ERROR" else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(
@@ -153,12 +170,15 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
         spark: LazyPySparkResource,
         lakehouse: LakehouseResource,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        checks = frozenset(key.name for key in context.selected_asset_check_keys)
+        fresh = config.full_refresh
         request = TableRequest(
             table=table.name,
             assets=frozenset(key.to_user_string() for key in context.selected_asset_keys),
-            checks=frozenset(key.name for key in context.selected_asset_check_keys),
-            full_refresh=config.full_refresh,
-            previous={} if config.full_refresh else _previous_metadata(context.instance, table),
+            checks=checks,
+            full_refresh=fresh,
+            previous={} if fresh else _previous_metadata(context.instance, table),
+            previous_checks={} if fresh else _previous_checks(context.instance, table, checks),
         )
         try:
             for event in _events(table, request, spark, lakehouse.paths, context.log.info):

@@ -45,6 +45,8 @@ class TableRequest:
     full_refresh: bool = False
     # Metadata of each output's last materialization (empty on a full refresh or a first run).
     previous: dict[str, dict[str, Any]] | None = None
+    # The last completed evaluation of each full-table check: {name: {"passed", "metadata"}}.
+    previous_checks: dict[str, dict[str, Any]] | None = None
 
 
 def _previous_state(
@@ -101,6 +103,7 @@ def table_events(
         content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
         metadata = {"rows_written": report.rows_quarantined, **content}
         yield Materialized(name, metadata)
-    context = CheckContext(session, paths, table.name, report, versions, schema)
+    outcomes = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
+    context = CheckContext(session, paths, table.name, report, versions, schema, outcomes)
     for check in checks:
         yield Checked(check.name, evaluate_check(check, context))

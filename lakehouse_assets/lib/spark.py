@@ -22,7 +22,8 @@ def spark_conf(
     """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores.
 
     ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width;
-    ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters).
+    ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters);
+    ``SPARK_DRIVER_JAVA_OPTIONS`` adds JVM flags to the driver (see the README's performance notes).
     """
     master = master or os.environ.get("SPARK_MASTER", "local[*]")
     conf: dict[str, Any] = {
@@ -48,7 +49,9 @@ def spark_conf(
         "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
         "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
         "spark.sql.warehouse.dir": str(REPO_ROOT / ".cache" / "spark-warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}",
+        "spark.driver.extraJavaOptions": " ".join(
+            [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}", os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", "")]
+        ).strip(),
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         # Delta rebuilds table state with 50 partitions by default: far too many tasks locally.
         "spark.databricks.delta.snapshotPartitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"),

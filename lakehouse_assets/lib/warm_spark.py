@@ -91,7 +91,7 @@ def remote_table_events(
     body = json.dumps({
         "table": request.table, "assets": sorted(request.assets), "checks": sorted(request.checks),
         "full_refresh": request.full_refresh, "previous": dg.serialize_value(request.previous or {}),
-        "root": paths.root, "code": code_fingerprint(),
+        "previous_checks": dg.serialize_value(request.previous_checks or {}), "root": paths.root, "code": code_fingerprint(),
     }).encode()  # fmt: skip
     http = urllib.request.Request(f"{url.rstrip('/')}/run", data=body, headers={"Content-Type": "application/json"})
     try:
@@ -163,6 +163,7 @@ class WarmSpark:
         request = TableRequest(
             table=table.name, assets=frozenset(body["assets"]), checks=frozenset(body["checks"]),
             full_refresh=bool(body["full_refresh"]), previous=dg.deserialize_value(body["previous"]),
+            previous_checks=dg.deserialize_value(body.get("previous_checks") or "{}"),
         )  # fmt: skip
         self.ready.wait()
         if self.error:
