@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS := .cache/spark-jars/MANIFEST
+CDS := .cache/spark-cds/BUILT
 export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 # The repository's dagster.yaml is the instance config unless DAGSTER_HOME says otherwise.
 export DAGSTER_HOME ?= $(CURDIR)
@@ -18,10 +19,10 @@ help:
 	@echo "make dev    - start the Dagster UI and daemon on http://127.0.0.1:3000"
 	@echo "make land   - drop a new generated batch into the landing zone"
 	@echo "make latency - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
-	@echo "make setup  - create .venv and cache Delta's jars (done by every target)"
+	@echo "make setup  - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
 	@echo "make chaos  - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200') and tally lost/duplicated rows"
 
-setup: $(STAMP) $(JARS)
+setup: $(STAMP) $(JARS) $(CDS)
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null 2>&1 && java -version >/dev/null 2>&1 || { \
@@ -38,6 +39,10 @@ $(STAMP): pyproject.toml
 
 $(JARS): $(STAMP) lakehouse_assets/lib/jars.py
 	@$(BIN)/python -m lakehouse_assets.lib.jars
+
+# The Spark driver's class archive (lakehouse_assets/lib/class_archive.py): one training run, once.
+$(CDS): $(JARS) lakehouse_assets/lib/class_archive.py
+	@$(BIN)/python -m lakehouse_assets.lib.class_archive && touch $@
 
 demo: setup
 	@$(BIN)/python -m lakehouse_assets.generate

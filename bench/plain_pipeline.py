@@ -74,6 +74,8 @@ def spark_session() -> SparkSession:
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
         "spark.sql.warehouse.dir": "/tmp/plain-pipeline-warehouse",
     }
+    if os.environ.get("SPARK_DRIVER_JAVA_OPTIONS"):  # the framework's knob for driver JVM flags
+        conf["spark.driver.extraJavaOptions"] = os.environ["SPARK_DRIVER_JAVA_OPTIONS"]
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -12,6 +12,7 @@ from typing import Any
 from dagster_pyspark import LazyPySparkResource
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.lib import class_archive
 from lakehouse_assets.lib.jars import cached_jars
 from lakehouse_assets.lib.settings import REPO_ROOT
 
@@ -19,17 +20,25 @@ from lakehouse_assets.lib.settings import REPO_ROOT
 def spark_conf(
     master: str | None = None, extra: dict[str, Any] | None = None, require_jars: bool = True
 ) -> dict[str, Any]:
-    """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores.
+    """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores; a
+    local driver maps its classes from the setup-time class archive (:mod:`.class_archive`).
 
     ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width;
     ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters);
     ``SPARK_DRIVER_JAVA_OPTIONS`` adds JVM flags to the driver (see the README's performance notes).
     """
     master = master or os.environ.get("SPARK_MASTER", "local[*]")
+    local = master.startswith("local")
+    jars = cached_jars() if require_jars else []
+    java_options = [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}"]
+    if local and jars:
+        # On the driver's class path (not spark.jars) Delta's classes can come from the class
+        # archive too; a local driver is its own executor, so nothing else needs them.
+        java_options += class_archive.driver_options(jars)
     conf: dict[str, Any] = {
         "spark.master": master,
         "spark.app.name": "lakehouse_assets",
-        "spark.jars": ",".join(cached_jars() if require_jars else []),
+        **({"spark.driver.extraClassPath": os.pathsep.join(jars)} if local else {"spark.jars": ",".join(jars)}),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.session.timeZone": "UTC",
@@ -49,16 +58,14 @@ def spark_conf(
         "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
         "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
         "spark.sql.warehouse.dir": str(REPO_ROOT / ".cache" / "spark-warehouse"),
-        "spark.driver.extraJavaOptions": " ".join(
-            [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}", os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", "")]
-        ).strip(),
+        "spark.driver.extraJavaOptions": " ".join([*java_options, os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", "")]).strip(),
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         # Delta rebuilds table state with 50 partitions by default: far too many tasks locally.
         "spark.databricks.delta.snapshotPartitions": os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"),
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
     }
-    if master.startswith("local"):
+    if local:
         # A local driver talks only to itself: bind to loopback, never to a public interface.
         conf["spark.driver.bindAddress"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
         conf["spark.driver.host"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")

@@ -1,0 +1,115 @@
+"""A class-data sharing (AppCDS) archive for the Spark driver JVM, built once at setup time.
+
+A fresh run spends a good part of its first seconds loading and verifying ~20,000 classes of
+Spark, Delta and their dependencies from jars. The JVM can instead map them, already parsed and
+verified, from an archive written by an earlier run (``-XX:ArchiveClassesAtExit`` on JDK 13+,
+``-XX:SharedArchiveFile`` to use it). ``python -m lakehouse_assets.lib.class_archive`` (run by
+``make setup``) writes it from a training run of the events chain on a scratch data root.
+
+The archive is only valid for the exact JVM and class path it was written with, so its file name
+carries a key of both; a run whose key has no archive (another JDK, other jars, a cluster
+master) simply starts without one. ``LAKEHOUSE_CLASS_ARCHIVE=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyspark
+
+from lakehouse_assets.lib.jars import jar_cache_dir
+
+DUMP_ENV = "LAKEHOUSE_CLASS_ARCHIVE_DUMP"  # set only in the training process
+
+
+def archive_dir() -> Path:
+    return jar_cache_dir().parent / "spark-cds"
+
+
+def archive_path(jars: list[str]) -> Path:
+    """Where the archive for this JVM, this PySpark and these driver jars lives."""
+    java = shutil.which("java") or ""
+    java_real = os.path.realpath(java) if java else ""
+    java_stamp = f"{java_real}:{os.stat(java_real).st_mtime_ns}" if java_real else "none"
+    key = "\n".join([java_stamp, pyspark.__version__, str(Path(pyspark.__file__).parent), *jars])
+    return archive_dir() / f"driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def driver_options(jars: list[str]) -> list[str]:
+    """JVM flags for a local driver: write the archive (training) or use it when it exists."""
+    if os.environ.get("LAKEHOUSE_CLASS_ARCHIVE", "1") == "0":
+        return []
+    if os.environ.get(DUMP_ENV):
+        return [f"-XX:ArchiveClassesAtExit={os.environ[DUMP_ENV]}"]
+    path = archive_path(jars)
+    return [f"-XX:SharedArchiveFile={path}"] if path.exists() else []
+
+
+def _train(target: str) -> None:
+    """The training run, in its own process: the events chain on a scratch root, then a clean JVM
+    exit (the JVM writes the archive as it exits)."""
+    import dagster as dg
+
+    from lakehouse_assets.definitions import build_definitions
+    from lakehouse_assets.generate import GeneratorOptions, generate
+    from lakehouse_assets.lib.settings import LakehousePaths
+    from lakehouse_assets.lib.spark import get_spark
+
+    os.environ[DUMP_ENV] = target
+    with tempfile.TemporaryDirectory(prefix="lakehouse-cds-") as root:
+        paths = LakehousePaths(root)
+        generate(paths, GeneratorOptions(files=2, rows=200, seed=7, bad_lines=0.02), ["events"])
+        defs = build_definitions(paths)
+        chain = ["bronze_events", "bronze_events_quarantine", "silver_events", "silver_events_quarantine", "gold_hourly_revenue"]
+        dg.materialize(list(defs.assets or []), resources=defs.resources, selection=chain)
+        spark = get_spark()
+        jvm = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]
+        spark.stop()
+        # The driver exits (and dumps) when its stdin closes: PySpark's own shutdown signal.
+        jvm.stdin.close()
+        jvm.wait(timeout=600)
+
+
+def build() -> int:
+    """Write the archive for the current JVM and jars unless it exists. Never fails setup: a
+    missing archive only means slower JVM starts."""
+    from lakehouse_assets.lib.jars import cached_jars
+
+    target = archive_path(cached_jars())
+    if target.exists():
+        print(f"class archive: {target} (cached)")
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(f".{os.getpid()}.partial")
+    started = time.monotonic()
+    print("class archive: training run of the events chain (about a minute, once)...", flush=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "lakehouse_assets.lib.class_archive", "--train", str(partial)],
+        capture_output=True, text=True, env={**os.environ, "SPARK_LOG_LEVEL": "ERROR"},
+    )  # fmt: skip
+    if result.returncode != 0 or not partial.exists() or partial.stat().st_size == 0:
+        partial.unlink(missing_ok=True)
+        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+        print(f"class archive: not written, runs start without it (remove {target.parent} to retry): "
+              + " | ".join(tail), file=sys.stderr)  # fmt: skip
+        return 0
+    for stale in target.parent.glob("driver-*.jsa"):  # archives of earlier JVMs or jars
+        stale.unlink(missing_ok=True)
+    partial.replace(target)
+    size = target.stat().st_size / 2**20
+    print(f"class archive: {target} ({size:,.0f} MiB) in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--train"]:
+        _train(sys.argv[2])
+    else:
+        sys.exit(build())
