@@ -371,7 +371,7 @@ def bench_overhead(cfg: Config, d: Scenario, p: Scenario) -> dict:
         walls_p.append(rp.wall_s - jp.get("verify_s", 0.0))
         splits_d.append(split_dagster(jd))
         splits_p.append(split_plain(jp))
-        log(f"2. overhead no_new_data rep {i + 1}: dagster CLI {rd.wall_s:.1f}s, plain {rp.wall_s:.1f}s")
+        log(f"2. overhead no_new_data rep {i + 1}: dagster CLI {walls_d[-1]:.1f}s, plain {walls_p[-1]:.1f}s")
         i += 1
     return {"no_new_data": {
         "dagster_wall_s": median(walls_d), "plain_wall_s": median(walls_p),
