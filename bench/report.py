@@ -190,8 +190,8 @@ def explanations(r: dict) -> list[str]:
     if lat.get("p50_s") is not None and lat["p50_s"] >= 20:
         out.append(
             f"**5 missed (p50 {lat['p50_s']:.1f} s).** The runs no longer start a JVM (the warm Spark server that "
-            "`make dev` starts runs their tables), so a drop waits for: the sensor's tick and settle time (up to 5 + 1 s) "
-            "and the queue (1 s); a new run process (Python, Dagster and the code location: a few seconds on 2 cores); "
+            "`make dev` starts runs their tables), so a drop waits for: the sensor daemon's next pass (it loops every 5 s), "
+            "the 1 s settle time and the queue; a new run process (Python, Dagster and the code location: a few seconds on 2 cores); "
             "then bronze, silver and the revenue table in sequence, each a short query plus its metadata and checks "
             "(a handful of small Spark jobs, ~0.2–1 s each warm). What would close it: a sensor that reacts to file "
             "events instead of polling; checks of the path to gold run after it (non-blocking) so gold commits first; "
