@@ -89,7 +89,7 @@ def build() -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
     started = time.monotonic()
-    print("class archive: training run of the events chain (about a minute, once)...", flush=True)
+    print("class archive: one training run of the events chain (about two minutes on 2 cores, once)...", flush=True)
     result = subprocess.run(
         [sys.executable, "-m", "lakehouse_assets.lib.class_archive", "--train", str(partial)],
         capture_output=True, text=True, env={**os.environ, "SPARK_LOG_LEVEL": "ERROR"},
