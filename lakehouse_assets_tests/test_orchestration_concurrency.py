@@ -22,6 +22,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from lakehouse_assets.defs import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths
 from lakehouse_assets.orchestration.devserver import isolated_home
@@ -80,7 +81,13 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark) -> Non
     home = isolated_home(tmp_path / "home")
     # Create the instance's SQLite schema once: three processes creating it at the same moment
     # race ("table secondary_indexes already exists").
-    dg.DagsterInstance.from_config(str(home)).dispose()
+    instance = dg.DagsterInstance.from_config(str(home))
+    # Dagster creates a pool's slots on its first claim; two SQLite processes claiming a new pool
+    # in the same instant can both create one (the OS lock then keeps the writers apart). A
+    # deployment sets its pools once (`dagster instance concurrency set`), as here.
+    for table in TABLES:
+        instance.event_log_storage.set_concurrency_slots(f"lakehouse/{table.name}", 1)
+    instance.dispose()
     root = tmp_path / "lakehouse"
     paths = LakehousePaths(str(root))
     generate(paths, GeneratorOptions(files=3, rows=300, seed=7), ["events"])

@@ -117,7 +117,7 @@ def _previous_checks(instance: dg.DagsterInstance, table: StreamingTable, select
             continue
         key = dg.AssetCheckKey(dg.AssetKey(table.name), check.name)
         # The newest record may be this run's own planned evaluation: take the newest completed one.
-        for record in instance.event_log_storage.get_asset_check_execution_history(key, limit=3):
+        for record in instance.event_log_storage.get_asset_check_execution_history(key, limit=10):
             evaluation = record.event.asset_check_evaluation if record.event else None
             if evaluation is not None:
                 previous[check.name] = {"passed": evaluation.passed, "metadata": dict(evaluation.metadata)}

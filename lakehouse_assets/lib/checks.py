@@ -14,6 +14,7 @@ without one (``reconciles_with``).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,6 +66,10 @@ class CheckContext:
         if name not in self._versions:
             self._versions[name] = storage.delta_version(self.spark, self.paths.table(name)) or 0
         return self._versions[name]
+
+    def table_id(self, name: str | None = None) -> str | None:
+        """The Delta table's id (another id at the same path means another table)."""
+        return storage.delta_table_id(self.spark, self.paths.table(name or self.table))
 
     def unchanged(self, name: str | None = None) -> bool:
         """The table is still at the version of its last materialization: no row changed since,
@@ -220,10 +225,15 @@ def reconciles_with(
     name = f"reconciles_with_{other}"
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
-        versions = {"delta_version": ctx.version(), f"{other}_delta_version": ctx.version(other)}
+        ids = (ctx.table_id(), ctx.table_id(other))
+        # What was compared: the check's definition and both tables' identities and versions.
+        compared = {
+            "compared": hashlib.sha256(repr((other, this_sql, other_sql, tolerance, ids)).encode()).hexdigest()[:16],
+            "delta_version": ctx.version(), f"{other}_delta_version": ctx.version(other),
+        }  # fmt: skip
         last = ctx.previous_outcomes.get(name)
-        if last and last.passed and all(_plain(last.metadata.get(k)) == v for k, v in versions.items()):
-            # Same versions of both tables, so the same rows: the two full scans would pass again.
+        if None not in ids and last and last.passed and all(_plain(last.metadata.get(k)) == v for k, v in compared.items()):
+            # The same tables at the same versions hold the same rows: the full scans would pass again.
             return CheckOutcome(True, {**last.metadata, "evaluated": "carried over (neither table changed)"})
         mine = ctx.read().agg(*[F.expr(e).alias(k) for k, e in this_sql.items()]).first().asDict()
         theirs = ctx.read(other).agg(*[F.expr(e).alias(k) for k, e in other_sql.items()]).first().asDict()
@@ -234,7 +244,7 @@ def reconciles_with(
             metadata[f"{key}"] = a
             metadata[f"{key}_in_{other}"] = b
             passed &= math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
-        return CheckOutcome(passed, {**metadata, **versions, "evaluated": "full scan"})
+        return CheckOutcome(passed, {**metadata, **compared, "evaluated": "full scan"})
 
     return TableCheck(name, f"Totals equal those of {other}.", evaluate, "ERROR", "full table")
 

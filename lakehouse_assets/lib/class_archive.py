@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ import pyspark
 from lakehouse_assets.lib.jars import jar_cache_dir
 
 DUMP_ENV = "LAKEHOUSE_CLASS_ARCHIVE_DUMP"  # set only in the training process
+TRAINING_TIMEOUT_S = 900
 
 
 def archive_dir() -> Path:
@@ -78,8 +80,8 @@ def _train(target: str) -> None:
 
 
 def build() -> int:
-    """Write the archive for the current JVM and jars unless it exists. Never fails setup: a
-    missing archive only means slower JVM starts."""
+    """Write the archive for the current JVM and jars unless it exists; 1 when it could not be
+    written (setup goes on: a missing archive only means slower JVM starts)."""
     from lakehouse_assets.lib.jars import cached_jars
 
     target = archive_path(cached_jars())
@@ -90,19 +92,26 @@ def build() -> int:
     partial = target.with_suffix(f".{os.getpid()}.partial")
     started = time.monotonic()
     print("class archive: one training run of the events chain (about two minutes on 2 cores, once)...", flush=True)
-    result = subprocess.run(
-        [sys.executable, "-m", "lakehouse_assets.lib.class_archive", "--train", str(partial)],
-        capture_output=True, text=True, env={**os.environ, "SPARK_LOG_LEVEL": "ERROR"},
-    )  # fmt: skip
-    if result.returncode != 0 or not partial.exists() or partial.stat().st_size == 0:
+    # In this process, never on a warm Spark server; a new session so a hang can be killed whole.
+    env = {k: v for k, v in os.environ.items() if k != "LAKEHOUSE_SPARK_SERVER"} | {"SPARK_LOG_LEVEL": "ERROR"}
+    command = [sys.executable, "-m", "lakehouse_assets.lib.class_archive", "--train", str(partial)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                          start_new_session=True) as training:  # fmt: skip
+        try:
+            output, _ = training.communicate(timeout=TRAINING_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(training.pid, signal.SIGKILL)
+            output = f"the training run took more than {TRAINING_TIMEOUT_S} s and was stopped"
+    if training.returncode != 0 or not partial.exists() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
-        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
-        print(f"class archive: not written, runs start without it (remove {target.parent} to retry): "
-              + " | ".join(tail), file=sys.stderr)  # fmt: skip
-        return 0
-    for stale in target.parent.glob("driver-*.jsa"):  # archives of earlier JVMs or jars
-        stale.unlink(missing_ok=True)
+        tail = output.strip().splitlines()[-5:]
+        print("class archive: not written, runs start without it (make setup tries again): " + " | ".join(tail),
+              file=sys.stderr)  # fmt: skip
+        return 1
     partial.replace(target)
+    for stale in target.parent.glob("driver-*.jsa"):  # archives of earlier JVMs or jars
+        if stale != target:
+            stale.unlink(missing_ok=True)
     size = target.stat().st_size / 2**20
     print(f"class archive: {target} ({size:,.0f} MiB) in {time.monotonic() - started:.0f} s")
     return 0

@@ -27,8 +27,9 @@ def spark_conf(
     ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters);
     ``SPARK_DRIVER_JAVA_OPTIONS`` adds JVM flags to the driver (see the README's performance notes).
     """
-    master = master or os.environ.get("SPARK_MASTER", "local[*]")
-    local = master.startswith("local")
+    master = master or (extra or {}).get("spark.master") or os.environ.get("SPARK_MASTER", "local[*]")
+    # One JVM only: local-cluster[...] has executor JVMs of its own, which need spark.jars.
+    local = master == "local" or master.startswith("local[")
     jars = cached_jars() if require_jars else []
     java_options = [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}"]
     if local and jars:
@@ -65,7 +66,7 @@ def spark_conf(
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
     }
-    if local:
+    if master.startswith("local"):
         # A local driver talks only to itself: bind to loopback, never to a public interface.
         conf["spark.driver.bindAddress"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
         conf["spark.driver.host"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
