@@ -4,7 +4,6 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-JARS := .cache/spark-jars/MANIFEST
 CDS := .cache/spark-cds/BUILT
 export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 # The repository's dagster.yaml is the instance config unless DAGSTER_HOME says otherwise.
@@ -22,7 +21,7 @@ help:
 	@echo "make setup  - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
 	@echo "make chaos  - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200') and tally lost/duplicated rows"
 
-setup: $(STAMP) $(JARS) $(CDS)
+setup: $(STAMP) jars $(CDS)
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null 2>&1 && java -version >/dev/null 2>&1 || { \
@@ -37,12 +36,15 @@ $(STAMP): pyproject.toml
 	  echo 'export DAGSTER_HOME="$${DAGSTER_HOME:-$(CURDIR)}"' >> $(BIN)/activate
 	@touch $(STAMP)
 
-$(JARS): $(STAMP) lakehouse_assets/lib/jars.py
-	@$(BIN)/python -m lakehouse_assets.lib.jars
+# Delta's jars, in the per-user cache (lakehouse_assets/lib/jars.py): downloaded once per
+# machine, then found in a second.
+.PHONY: jars
+jars: $(STAMP)
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.jars import main; sys.exit(main())'
 
 # The Spark driver's class archive (lakehouse_assets/lib/class_archive.py): one training run, once.
 # Not written (the JVM refused): runs work without it, and the next make tries again.
-$(CDS): $(JARS) lakehouse_assets/lib/class_archive.py
+$(CDS): $(STAMP) lakehouse_assets/lib/jars.py lakehouse_assets/lib/class_archive.py | jars
 	@$(BIN)/python -m lakehouse_assets.lib.class_archive && touch $@ || true
 
 demo: setup

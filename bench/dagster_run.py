@@ -8,8 +8,9 @@ around the framework's pieces (nothing in the framework is changed): Spark sessi
 table's ``TableRunner.run`` with its queries' ``StreamingQueryProgress.durationMs``, the
 materialization metadata, each asset check, and the step and run times from Dagster's event log.
 ``--runs N`` materializes N times in the same process (warm JVM) and reports each run;
-``--land-history N`` first lands N small events files (a history to ingest); ``--levels`` grows
-one data root's history through several sizes, measuring runs at each (section 4).
+``--land-history N`` first lands N small events files (a history to ingest); ``--levels`` prepares
+one data root per history size and, once told to, measures runs at each (section 4; section 6's
+runs go first, see ``prepare_and_measure``).
 Prints ``BENCH_JSON {...}`` at the end.
 """
 
@@ -22,6 +23,7 @@ STARTED = time.monotonic()
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from datetime import UTC, datetime, timedelta  # noqa: E402
@@ -107,30 +109,87 @@ def seen_files_log_bytes(paths: LakehousePaths) -> int:
     return bytes_under(Path(paths.checkpoint("bronze_events").removeprefix("file:")) / "query" / "sources" / "0")
 
 
-def over_levels(args: argparse.Namespace, paths: LakehousePaths, defs, instance, selection) -> dict:
-    """History scaling in one data root and one process (one warm JVM): for each of ``--levels``,
-    land small history files up to that many, ingest them with one unmeasured run (no checks),
-    then ``--runs`` measured runs with one new events file each. Event time only moves forward.
-    A first run on one file, before any history, warms the JVM and the checks (not measured)."""
-    sources = args.land_sources.split(",") if args.land_sources else None
-    land_hour(paths, 0, args.land_rows, sources)
-    warm_up = materialize(defs, instance, selection, [], paths)
-    hour, levels = 1, []
-    for level in (int(x) for x in args.levels.split(",")):
+@dataclass
+class Root:
+    """A data root with its own Dagster instance (``<dir>/data``, ``<dir>/home``), as the bench's
+    ``Scenario`` lays it out, and the hour of event time its next landed file covers."""
+
+    paths: LakehousePaths
+    defs: dg.Definitions
+    instance: dg.DagsterInstance
+    hour: int = 0
+
+    @classmethod
+    def open(cls, directory: str) -> "Root":
+        paths = LakehousePaths(str(Path(directory) / "data"))
+        return cls(paths, build_definitions(paths), dg.DagsterInstance.from_config(str(Path(directory) / "home")))
+
+    def run(self, selection, state_du: list[str] = ()) -> dict:
+        return materialize(self.defs, self.instance, selection, list(state_du), self.paths)
+
+
+def prepare_and_measure(args: argparse.Namespace, selection) -> dict:
+    """Sections 6 and 4 in one process (one JVM), in two phases.
+
+    Preparation (unmeasured, while the bench prepares its other sections): ``--state-runs`` runs
+    of ``--state-select`` without checks on ``--state-dir``, each after an hour of every source
+    landed (section 6's figures are sizes, not times); then one data root per history size of
+    ``--levels`` (``--level-dirs``), each given that many small events files and one ingest run
+    without checks; the first also gets one run with checks (warms the JVM and the checks).
+    Prints ``BENCH_READY {json}`` and, with ``--wait``, waits for a line on stdin: the bench
+    measures its other sections on a quiet machine meanwhile.
+
+    Measurement: ``--level-runs`` runs (checks on) with one new events file at each size, taking
+    the sizes in turn."""
+    prepared: dict = {}
+    if args.state_dir:
+        root = Root.open(args.state_dir)
+        state_selection = dg.AssetSelection.assets(*[dg.AssetKey(k) for k in args.state_select.split(",")])
+        runs = []
+        for i in range(args.state_runs):
+            land_hour(root.paths, i, args.land_rows, None)
+            runs.append(root.run(state_selection.without_checks(), filter(None, args.state_du.split(","))))
+        prepared["state_runs"] = runs
+    levels = [int(x) for x in args.levels.split(",")] if args.levels else []
+    roots = [Root.open(d) for d in args.level_dirs.split(",")] if levels else []
+    ingests = []
+    for i, (level, root) in enumerate(zip(levels, roots, strict=True)):
         t = time.monotonic()
-        landed = landed_events(paths)
-        hour = land_history(paths, landed, max(level - landed, 0), args.history_rows, hour)
+        root.hour = land_history(root.paths, 0, level - (1 if i == 0 else 0), args.history_rows)
         landing_s = time.monotonic() - t
-        ingest = materialize(defs, instance, selection.without_checks(), [], paths)
-        before, runs = landed_events(paths), []
-        for _ in range(args.runs):
-            land_hour(paths, hour, args.land_rows, sources)
-            hour += 1
-            runs.append(materialize(defs, instance, selection, [], paths))
-        levels.append({"level": level, "files_before": before, "landing_s": round(landing_s, 2),
-                       "ingest_run_s": ingest["wall_s"], "ingest_success": ingest["success"], "runs": runs,
-                       "seen_files_log_bytes": seen_files_log_bytes(paths)})  # fmt: skip
-    return {"warm_up": warm_up, "levels": levels}
+        ingests.append({"level": level, "landing_s": round(landing_s, 2),
+                        "ingest": root.run(selection.without_checks())})  # fmt: skip
+        if i == 0:
+            land_hour(root.paths, root.hour, args.land_rows, ["events"])
+            root.hour += 1
+            prepared["warm_up"] = root.run(selection)
+    prepared["ingests"] = [
+        {"level": x["level"], "landing_s": x["landing_s"], "ingest_run_s": x["ingest"]["wall_s"],
+         "ingest_success": x["ingest"]["success"]} for x in ingests
+    ]  # fmt: skip
+    print("BENCH_READY " + json.dumps(prepared, default=str), flush=True)
+    if not levels:
+        return {"prepared": prepared}
+    if args.wait:
+        sys.stdin.readline()
+    counts = [int(x) for x in args.level_runs.split(",")] if args.level_runs else [args.runs] * len(levels)
+    before = [landed_events(root.paths) for root in roots]
+    runs: list[list[dict]] = [[] for _ in levels]
+    # Round robin over the sizes: every measured run follows a run on another data root, so no
+    # size gets the warmer caches of a repeat, and drift over the minutes spreads evenly.
+    for round_ in range(max(counts)):
+        for i, root in enumerate(roots):
+            if round_ < counts[i]:
+                land_hour(root.paths, root.hour, args.land_rows, ["events"])
+                root.hour += 1
+                runs[i].append(root.run(selection))
+    measured = [
+        {"level": level, "files_before": before[i], "landing_s": ingests[i]["landing_s"],
+         "ingest_run_s": ingests[i]["ingest"]["wall_s"], "ingest_success": ingests[i]["ingest"]["success"],
+         "runs": runs[i], "seen_files_log_bytes": seen_files_log_bytes(roots[i].paths)}
+        for i, level in enumerate(levels)
+    ]  # fmt: skip
+    return {"prepared": prepared, "levels": measured}
 
 
 def main() -> None:
@@ -143,7 +202,13 @@ def main() -> None:
     parser.add_argument("--land-offset", type=int, default=0, help="hours (and seeds) after the first landed hour")
     parser.add_argument("--land-history", type=int, default=0, help="first land this many small events files")
     parser.add_argument("--history-rows", type=int, default=20, help="events per history file")
-    parser.add_argument("--levels", default="", help="history sizes, e.g. 10,100,1000 (see over_levels)")
+    parser.add_argument("--levels", default="", help="history sizes, e.g. 10,100,1000 (see prepare_and_measure)")
+    parser.add_argument("--level-dirs", default="", help="one scenario folder (data/, home/) per history size")
+    parser.add_argument("--level-runs", default="", help="measured runs at each size, e.g. 3,2,2,3 (default --runs)")
+    parser.add_argument("--state-dir", default="", help="scenario folder of section 6's runs (preparation)")
+    parser.add_argument("--state-select", default="", help="section 6's asset keys")
+    parser.add_argument("--state-runs", type=int, default=0)
+    parser.add_argument("--wait", action="store_true", help="after preparation, wait for a line on stdin")
     parser.add_argument("--no-checks", action="store_true", help="materialize without the asset checks")
     args = parser.parse_args()
     instrument()
@@ -159,8 +224,8 @@ def main() -> None:
     sources = args.land_sources.split(",") if args.land_sources else None
 
     out: dict = {"import_s": round(IMPORTED - STARTED, 3), "definitions_s": round(definitions_s, 3)}
-    if args.levels:
-        out |= over_levels(args, paths, defs, instance, args.selection)
+    if args.levels or args.state_dir:
+        out |= prepare_and_measure(args, selection)
     else:
         if args.land_history:
             t = time.monotonic()

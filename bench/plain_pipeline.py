@@ -19,7 +19,6 @@ Prints one JSON line of timings at the end (``BENCH_JSON {...}``).
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import time
@@ -28,10 +27,10 @@ from pathlib import Path
 STARTED = time.monotonic()
 
 from delta.tables import DeltaTable  # noqa: E402
+from lakehouse_assets.lib.jars import cached_jars  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 
 EVENT_FIELDS = {
     "event_id": "string", "event_time": "string", "user_id": "string", "event_type": "string",
@@ -55,7 +54,7 @@ RULES = {
 
 
 def spark_session() -> SparkSession:
-    jars = sorted(glob.glob(str(REPO / ".cache" / "spark-jars" / "*.jar")))
+    jars = cached_jars()  # Delta's jars, where `make setup` cached them
     conf = {
         "spark.master": os.environ.get("SPARK_MASTER", "local[*]"),
         "spark.app.name": "plain_pipeline",

@@ -93,6 +93,10 @@ def log(message: str) -> None:
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
 
 
+def _raise(error: BaseException | None):
+    raise error or RuntimeError("not prepared")
+
+
 def median(values: list[float]) -> float:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
@@ -115,27 +119,62 @@ class Proc:
         raise RuntimeError(f"no BENCH_JSON in output (rc={self.rc}):\n{self.out[-3000:]}")
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800, check: bool = True) -> Proc:
+class Gate:
+    """Hand-over with a process that prepares first and measures later: it prints
+    ``BENCH_READY {json}`` when prepared, then waits for a line on its stdin (``go``)."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self.go = threading.Event()
+        self.prepared: dict | None = None
+        self.peak_rss_when_ready = 0
+        self.pid = 0
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800, check: bool = True,
+        gate: Gate | None = None) -> Proc:  # fmt: skip
     """Run ``cmd`` in its own process group; sample the whole tree's resident memory."""
     full_env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.PIPE if gate else None, start_new_session=True)  # fmt: skip
     peak = 0
     chunks: list[str] = []
-    reader = threading.Thread(target=lambda: chunks.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+    if gate:
+        gate.pid = proc.pid
+
+    def read() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            chunks.append(line)
+            if gate and line.startswith("BENCH_READY "):
+                gate.prepared = json.loads(line.removeprefix("BENCH_READY "))
+                gate.peak_rss_when_ready = peak
+                gate.ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     root = psutil.Process(proc.pid)
-    while proc.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
-        except psutil.Error:
-            pass
-        if time.monotonic() - started > timeout:
-            os.killpg(proc.pid, 9)
-            raise TimeoutError(f"{cmd[:3]} took over {timeout}s")
-        time.sleep(0.1)
+    told = False
+    try:
+        while proc.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+                peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            except psutil.Error:
+                pass
+            if time.monotonic() - started > timeout:
+                os.killpg(proc.pid, 9)
+                raise TimeoutError(f"{cmd[:3]} took over {timeout}s")
+            if gate and gate.go.is_set() and not told:
+                proc.stdin.write("go\n")  # type: ignore[union-attr]
+                proc.stdin.flush()  # type: ignore[union-attr]
+                told = True
+            # A process waiting for its turn is sampled seldom: the sections measured meanwhile
+            # should have the machine.
+            time.sleep(1.0 if gate and gate.ready.is_set() and not told else 0.1)
+    finally:
+        if gate:
+            gate.ready.set()  # never leave a waiter hanging, even when the process failed
     wall = time.monotonic() - started
     reader.join(timeout=10)
     try:  # nothing it started may outlive it (a JVM left behind would skew the next figure)
@@ -442,42 +481,6 @@ def bench_throughput(cfg: Config, workdir: Path, batch: dict) -> dict:
     }  # fmt: skip
 
 
-# -- 4: history scaling -----------------------------------------------------------------------
-
-
-def bench_scaling(cfg: Config, workdir: Path) -> dict:
-    """One process (``dagster_run.py --levels``) grows one data root's history through every size,
-    ingesting each step's new history files with an unmeasured run (no checks), and runs the events
-    chain ``scaling_reps`` times with one new file at each size. The measured runs share a warm JVM
-    on purpose: the cold start every fresh process pays (section 1) is the same at every size and
-    would only dilute what grows with the history."""
-    sc = Scenario(workdir, "scaling")
-    levels_arg = ",".join(str(n) for n in sorted(cfg.levels))
-    log(f"4. scaling: history of {levels_arg} files, {cfg.scaling_reps} runs with one new file at each size")
-    proc, j = sc.dagster_instrumented(
-        EVENTS_CHAIN, "--runs", str(cfg.scaling_reps), "--land-rows", str(cfg.small_rows), "--land-sources", "events",
-        "--levels", levels_arg, "--history-rows", str(cfg.history_rows),
-    )  # fmt: skip
-    levels: list[dict] = []
-    for measured in j["levels"]:
-        if not measured["ingest_success"] or not all(r["success"] for r in measured["runs"]):
-            raise RuntimeError(f"a scaling run at {measured['level']} files failed")
-        walls = [r["wall_s"] for r in measured["runs"]]
-        splits = [split_dagster({"import_s": 0.0, "definitions_s": 0.0, "runs": [r]}) for r in measured["runs"]]
-        levels.append({
-            "files_before": measured["files_before"], "wall_s": walls, "median_s": median(walls),
-            "split": median_tree(splits), "landing_s": measured["landing_s"], "ingest_run_s": measured["ingest_run_s"],
-            "seen_files_log_bytes": measured["seen_files_log_bytes"],
-        })  # fmt: skip
-        log(f"4. scaling: after {measured['files_before']:,} files (new history ingested in "
-            f"{measured['ingest_run_s']:.0f}s), one new file: {', '.join(f'{w:.1f}' for w in walls)}s")
-    base = levels[0]["median_s"]
-    for lv in levels:
-        lv["vs_first"] = lv["median_s"] / base
-    return {"levels": levels, "warm": True,
-            "warm_up_s": j["warm_up"]["wall_s"], "process_s": proc.wall_s, "peak_rss": proc.peak_rss}  # fmt: skip
-
-
 # -- 5: latency -------------------------------------------------------------------------------
 
 
@@ -524,23 +527,98 @@ def bench_latency(cfg: Config, server, paths) -> dict:
     }  # fmt: skip
 
 
-# -- 6: memory and state ----------------------------------------------------------------------
+# -- 4 and 6: one process, prepared early, measured late ------------------------------------
 
 
-def bench_state(cfg: Config, workdir: Path) -> dict:
-    sc = Scenario(workdir, "state")
-    # Every table, warm JVM after the first: about 1.5 CLI runs of the events chain each.
-    runs = cfg.state_runs
-    log(f"6. state: {runs} runs of the stateful tables and their inputs, an hour of new data each")
-    p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", STATE_CHAIN, "--runs", str(runs),
-             "--state-du", ",".join(STATEFUL), "--land-rows", str(cfg.small_rows), "--no-checks"], sc.env, timeout=2400)  # fmt: skip
-    j = p.json()
-    series = [
-        {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
-         "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
-        for i, r in enumerate(j["runs"])
-    ]  # fmt: skip
-    return {"series": series, "peak_rss": p.peak_rss, "wall_s": p.wall_s}
+class History:
+    """Sections 6 and 4 in one process (``dagster_run.py``, one JVM; see its
+    ``prepare_and_measure``). Its preparation runs alongside the bench's other preparation:
+    section 6's runs (their figures are sizes, not times) and one data root per history size of
+    section 4, each ingested by an unmeasured run. Section 4's measured runs then wait until the
+    sections measured before them are done. They share a warm JVM on purpose: the cold start
+    every fresh process pays (section 1) is the same at every size and would only dilute what
+    grows with the history."""
+
+    def __init__(self, cfg: Config, workdir: Path, sections: set[str]):
+        self.cfg = cfg
+        self.levels = sorted(cfg.levels) if "4" in sections else []
+        self.state = "6" in sections
+        self.gate = Gate()
+        self.level_dirs = [Scenario(workdir, f"scaling-{n}") for n in self.levels]
+        self.state_dir = Scenario(workdir, "state") if self.state else None
+        # The ends of the curve make the target's ratio: full repetitions there, one fewer between.
+        reps = cfg.scaling_reps
+        self.level_runs = [reps if i in (0, len(self.levels) - 1) else max(2, reps - 1) if reps > 2 else reps
+                           for i in range(len(self.levels))]  # fmt: skip
+        self._pool = ThreadPoolExecutor(1)
+        self._proc = None
+
+    def start(self) -> None:
+        cfg = self.cfg
+        cmd = [str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", EVENTS_CHAIN,
+               "--land-rows", str(cfg.small_rows), "--history-rows", str(cfg.history_rows)]  # fmt: skip
+        if self.state_dir:
+            log(f"6. state: {cfg.state_runs} runs of the stateful tables and their inputs, an hour of new data each")
+            cmd += ["--state-dir", str(self.state_dir.dir), "--state-select", STATE_CHAIN,
+                    "--state-runs", str(cfg.state_runs), "--state-du", ",".join(STATEFUL)]  # fmt: skip
+        if self.levels:
+            log(f"4. scaling: preparing data roots with {', '.join(f'{n:,}' for n in self.levels)} files ingested")
+            cmd += ["--levels", ",".join(map(str, self.levels)), "--wait",
+                    "--level-dirs", ",".join(str(s.dir) for s in self.level_dirs),
+                    "--level-runs", ",".join(map(str, self.level_runs))]  # fmt: skip
+        env = (self.level_dirs or [self.state_dir])[0].env  # type: ignore[list-item]
+        self._proc = self._pool.submit(run, cmd, env, 5400, True, self.gate)
+
+    def wait_prepared(self) -> None:
+        self.gate.ready.wait()
+        if self.gate.prepared is None:  # the process ended before it was prepared
+            self._proc.result()  # type: ignore[union-attr]
+            raise RuntimeError("the history process ended without preparing")
+
+    def state_result(self) -> dict:
+        runs = (self.gate.prepared or {}).get("state_runs") or []
+        series = [
+            {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
+             "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
+            for i, r in enumerate(runs)
+        ]  # fmt: skip
+        if not series:
+            raise RuntimeError("section 6's runs did not run")
+        return {"series": series, "peak_rss": self.gate.peak_rss_when_ready}
+
+    def close(self) -> None:
+        """Stop the process if it is still waiting (a section failed before it was measured)."""
+        if self._proc and not self._proc.done() and self.gate.pid:
+            try:
+                os.killpg(self.gate.pid, 9)
+            except ProcessLookupError:
+                pass
+        self._pool.shutdown(wait=True)
+
+    def measure_scaling(self) -> dict:
+        log(f"4. scaling: {', '.join(map(str, self.level_runs))} runs with one new file at "
+            f"{', '.join(f'{n:,}' for n in self.levels)} files ingested")
+        self.gate.go.set()
+        proc = self._proc.result()  # type: ignore[union-attr]
+        j = proc.json()
+        levels: list[dict] = []
+        for measured in j["levels"]:
+            if not measured["ingest_success"] or not all(r["success"] for r in measured["runs"]):
+                raise RuntimeError(f"a scaling run at {measured['level']} files failed")
+            walls = [r["wall_s"] for r in measured["runs"]]
+            splits = [split_dagster({"import_s": 0.0, "definitions_s": 0.0, "runs": [r]}) for r in measured["runs"]]
+            levels.append({
+                "files_before": measured["files_before"], "wall_s": walls, "median_s": median(walls),
+                "split": median_tree(splits), "landing_s": measured["landing_s"],
+                "ingest_run_s": measured["ingest_run_s"], "seen_files_log_bytes": measured["seen_files_log_bytes"],
+            })  # fmt: skip
+            log(f"4. scaling: after {measured['files_before']:,} files (history ingested in "
+                f"{measured['ingest_run_s']:.0f}s during preparation), one new file: {', '.join(f'{w:.1f}' for w in walls)}s")
+        base = levels[0]["median_s"]
+        for lv in levels:
+            lv["vs_first"] = lv["median_s"] / base
+        warm_up = j["prepared"].get("warm_up") or {}
+        return {"levels": levels, "warm": True, "warm_up_s": warm_up.get("wall_s"), "peak_rss": proc.peak_rss}
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -582,7 +660,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", help="comma-separated history sizes, e.g. 10,100,1000")
     parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 20)),
                         help="add repetitions beyond each section's minimum only until this many minutes (default 20)")
-    parser.add_argument("--parallel", type=int, default=3, help="preparation tasks at a time (default 3)")
+    parser.add_argument("--parallel", type=int, default=3,
+                        help="preparation processes at a time, the history process included (default 3)")
     args = parser.parse_args(argv)
     cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
     for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
@@ -622,34 +701,56 @@ def main(argv: list[str] | None = None) -> int:
     # section 6's runs (their figures are sizes, not times), the warm-up runs of section 1, section
     # 3's generated batch and section 5's server. The two longest chains (server start and first
     # file; section 6's runs) first.
-    log("preparing: state runs, warm-ups, the throughput batch and the latency server, side by side")
-    with ThreadPoolExecutor(args.parallel) as pool:
-        dev = pool.submit(latency_server, workdir) if "5" in sections else None
-        state = pool.submit(record, "state", lambda: bench_state(cfg, workdir)) if "6" in sections else None
-        pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
-        warm_ups = [pool.submit(pair[0].dagster_cli), pool.submit(pair[1].plain)] if pair else []
-        batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
-        prepare_t = time.monotonic()
-        for f in [*warm_ups, *[x for x in (batch, dev, state) if x]]:
-            try:
-                f.result()
-            except Exception as error:  # noqa: BLE001 - reported by the section that needs it
-                log(f"preparation failed: {error}")
-        results.setdefault("section_s", {})["preparation"] = round(time.monotonic() - prepare_t, 1)
-    # Measured sections, one at a time on a quiet machine; latency first, while its server is up.
-    if dev:
-        if dev.exception():
-            results["latency"] = {"error": str(dev.exception())[-3000:]}
-        else:
-            record("latency", lambda: bench_latency(cfg, *dev.result()))
-    if pair and all(not w.exception() for w in warm_ups):
-        record("incremental", lambda: bench_incremental(cfg, *pair))
-    elif pair:
-        results["incremental"] = {"error": f"warm-up failed: {next(w.exception() for w in warm_ups if w.exception())}"}
-    if "4" in sections:
-        record("scaling", lambda: bench_scaling(cfg, workdir))
-    if batch:
-        record("throughput", lambda: bench_throughput(cfg, workdir, batch.result()))
+    log("preparing: state runs and history roots, warm-ups, the throughput batch and the latency server, side by side")
+    history = History(cfg, workdir, sections) if sections & {"4", "6"} else None
+    try:
+        if history:
+            history.start()
+        # With the history process, ``args.parallel`` processes at a time on 2 cores.
+        with ThreadPoolExecutor(max(1, args.parallel - (1 if history else 0))) as pool:
+            dev = pool.submit(latency_server, workdir) if "5" in sections else None
+            pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
+            warm_ups = [pool.submit(pair[0].dagster_cli), pool.submit(pair[1].plain)] if pair else []
+            batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
+            prepare_t = time.monotonic()
+            named = [("section 1's warm-ups", w) for w in warm_ups] + [(n, f) for n, f in
+                     (("section 3's batch", batch), ("section 5's server", dev)) if f]  # fmt: skip
+            for name, f in named:
+                f.add_done_callback(lambda _, name=name: log(f"prepared: {name}"))
+            for _, f in named:
+                try:
+                    f.result()
+                except Exception as error:  # noqa: BLE001 - reported by the section that needs it
+                    log(f"preparation failed: {error}")
+            prepared = None
+            if history:
+                try:
+                    history.wait_prepared()
+                    log("prepared: sections 6 and 4 (history process)")
+                    prepared = True
+                except Exception as error:  # noqa: BLE001 - reported by the sections that need it
+                    log(f"preparation failed: {error}")
+                    prepared = error
+            results.setdefault("section_s", {})["preparation"] = round(time.monotonic() - prepare_t, 1)
+        if history and history.state:
+            record("state", lambda: history.state_result() if prepared is True else _raise(prepared))
+        # Measured sections, one at a time on a quiet machine; latency first, while its server is up.
+        if dev:
+            if dev.exception():
+                results["latency"] = {"error": str(dev.exception())[-3000:]}
+            else:
+                record("latency", lambda: bench_latency(cfg, *dev.result()))
+        if pair and all(not w.exception() for w in warm_ups):
+            record("incremental", lambda: bench_incremental(cfg, *pair))
+        elif pair:
+            results["incremental"] = {"error": f"warm-up failed: {next(w.exception() for w in warm_ups if w.exception())}"}
+        if history and history.levels:
+            record("scaling", lambda: history.measure_scaling() if prepared is True else _raise(prepared))
+        if batch:
+            record("throughput", lambda: bench_throughput(cfg, workdir, batch.result()))
+    finally:
+        if history:
+            history.close()
     results["load_end"] = load()
     results["total_min"] = round((time.monotonic() - started) / 60, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))

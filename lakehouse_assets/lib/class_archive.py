@@ -25,14 +25,15 @@ from pathlib import Path
 
 import pyspark
 
-from lakehouse_assets.lib.jars import jar_cache_dir
+from lakehouse_assets.lib.settings import REPO_ROOT
 
 DUMP_ENV = "LAKEHOUSE_CLASS_ARCHIVE_DUMP"  # set only in the training process
 TRAINING_TIMEOUT_S = 900
 
 
 def archive_dir() -> Path:
-    return jar_cache_dir().parent / "spark-cds"
+    # In the clone, not the user cache: the archive holds this virtualenv's PySpark paths.
+    return REPO_ROOT / ".cache" / "spark-cds"
 
 
 def archive_path(jars: list[str]) -> Path:

@@ -1,19 +1,20 @@
 """Delta Lake's JVM side, resolved from Maven Central once at setup time into a local cache.
 
 ``python -m lakehouse_assets.lib.jars`` downloads the packages with Spark's own Ivy resolver and
-keeps only the jars Spark does not already ship, so a run needs no network.
+keeps only the jars Spark does not already ship, so a run needs no network. The cache is per
+user, like pip's and Ivy's (``$XDG_CACHE_HOME/lakehouse_assets/spark-jars/<packages>``, or
+``LAKEHOUSE_JAR_CACHE``): every clone and virtualenv of the same versions shares one download.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
 from pathlib import Path
 
 import pyspark
-
-from lakehouse_assets.lib.settings import REPO_ROOT
 
 DELTA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
@@ -22,7 +23,12 @@ MAVEN_PACKAGES = [f"io.delta:delta-spark_{SPARK_MINOR}_{SCALA_VERSION}:{DELTA_VE
 
 
 def jar_cache_dir() -> Path:
-    return Path(os.environ.get("LAKEHOUSE_JAR_CACHE") or REPO_ROOT / ".cache" / "spark-jars")
+    """The cache folder of the pinned packages (one folder per package list)."""
+    if os.environ.get("LAKEHOUSE_JAR_CACHE"):
+        return Path(os.environ["LAKEHOUSE_JAR_CACHE"])
+    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(_manifest().encode()).hexdigest()[:12]
+    return user_cache / "lakehouse_assets" / "spark-jars" / key
 
 
 def _manifest() -> str:
@@ -54,7 +60,7 @@ def resolve() -> list[Path]:
     from pyspark.sql import SparkSession
 
     cache = jar_cache_dir()
-    ivy = cache.parent / "ivy"
+    ivy = cache.parent / f"ivy-{os.getpid()}"
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("lakehouse-setup")
@@ -65,21 +71,24 @@ def resolve() -> list[Path]:
     )
     spark.stop()
     spark_jars = {_artifact_name(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    shutil.rmtree(cache, ignore_errors=True)
-    cache.mkdir(parents=True)
-    kept = []
+    # Filled beside the cache and renamed into place: another setup running at the same time
+    # never sees a half-copied folder.
+    staging = cache.parent / f"{cache.name}.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
     for jar in sorted((ivy / "jars").glob("*.jar")):
         if _artifact_name(jar, from_ivy=True) not in spark_jars:
-            shutil.copy2(jar, cache / jar.name)
-            kept.append(cache / jar.name)
-    (cache / "MANIFEST").write_text(_manifest())
-    return kept
+            shutil.copy2(jar, staging / jar.name)
+    (staging / "MANIFEST").write_text(_manifest())
+    shutil.rmtree(ivy, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    staging.rename(cache)
+    return sorted(cache.glob("*.jar"))
 
 
 def main() -> int:
     try:
         cached_jars()
-        print(f"Delta Lake jars already cached in {jar_cache_dir()}")
         return 0
     except RuntimeError:
         pass
