@@ -9,8 +9,8 @@ table's ``TableRunner.run`` with its queries' ``StreamingQueryProgress.durationM
 materialization metadata, each asset check, and the step and run times from Dagster's event log.
 ``--runs N`` materializes N times in the same process (warm JVM) and reports each run;
 ``--land-history N`` first lands N small events files (a history to ingest); ``--levels`` prepares
-one data root per history size and, once told to, measures runs at each (section 4; section 6's
-runs go first, see ``prepare_and_measure``).
+one data root per history size and, once told to, measures runs at each (section 4, see
+``prepare_and_measure``).
 Prints ``BENCH_JSON {...}`` at the end.
 """
 
@@ -22,6 +22,8 @@ STARTED = time.monotonic()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -32,6 +34,7 @@ import dagster as dg  # noqa: E402
 
 from lakehouse_assets.definitions import build_definitions  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
+from lakehouse_assets.lib import class_archive  # noqa: E402
 from lakehouse_assets.lib.settings import LakehousePaths  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -129,31 +132,25 @@ class Root:
 
 
 def prepare_and_measure(args: argparse.Namespace, selection) -> dict:
-    """Sections 6 and 4 in one process (one JVM), in two phases.
+    """Section 4 in one process (one JVM), in two phases.
 
-    Preparation (unmeasured, while the bench prepares its other sections): ``--state-runs`` runs
-    of ``--state-select`` without checks on ``--state-dir``, each after an hour of every source
-    landed (section 6's figures are sizes, not times); then one data root per history size of
-    ``--levels`` (``--level-dirs``), each given that many small events files and one ingest run
-    without checks; the first also gets one run with checks (warms the JVM and the checks).
-    Prints ``BENCH_READY {json}`` and, with ``--wait``, waits for a line on stdin: the bench
-    measures its other sections on a quiet machine meanwhile.
+    Preparation (unmeasured, while the bench prepares its other sections): one data root per
+    history size of ``--levels`` (``--level-dirs``), each given that many small events files and
+    one ingest run without checks; the first also gets one run with checks (warms the JVM and the
+    checks). Then one run with checks on each of ``--warm-dirs`` (section 1's framework root: its
+    history ingested here, in a warm JVM, instead of by a cold CLI run). Prints
+    ``BENCH_READY {json}`` and, with ``--wait``, waits for a line on stdin: the bench measures its
+    other sections on a quiet machine meanwhile.
 
     Measurement: ``--level-runs`` runs (checks on) with one new events file at each size, taking
     the sizes in turn."""
     prepared: dict = {}
-    if args.state_dir:
-        root = Root.open(args.state_dir)
-        state_selection = dg.AssetSelection.assets(*[dg.AssetKey(k) for k in args.state_select.split(",")])
-        runs = []
-        for i in range(args.state_runs):
-            land_hour(root.paths, i, args.land_rows, None)
-            runs.append(root.run(state_selection.without_checks(), filter(None, args.state_du.split(","))))
-        prepared["state_runs"] = runs
     levels = [int(x) for x in args.levels.split(",")] if args.levels else []
-    roots = [Root.open(d) for d in args.level_dirs.split(",")] if levels else []
+    dirs = args.level_dirs.split(",") if levels else []
+    elsewhere = {int(x) for x in args.ingested_elsewhere.split(",") if x}
+    roots = [Root.open(d) for level, d in zip(levels, dirs, strict=True) if level not in elsewhere]
     ingests = []
-    for i, (level, root) in enumerate(zip(levels, roots, strict=True)):
+    for i, (level, root) in enumerate(zip([n for n in levels if n not in elsewhere], roots, strict=True)):
         t = time.monotonic()
         root.hour = land_history(root.paths, 0, level - (1 if i == 0 else 0), args.history_rows)
         landing_s = time.monotonic() - t
@@ -163,6 +160,7 @@ def prepare_and_measure(args: argparse.Namespace, selection) -> dict:
             land_hour(root.paths, root.hour, args.land_rows, ["events"])
             root.hour += 1
             prepared["warm_up"] = root.run(selection)
+    prepared["warm_dirs"] = [Root.open(d).run(selection)["success"] for d in filter(None, args.warm_dirs.split(","))]
     prepared["ingests"] = [
         {"level": x["level"], "landing_s": x["landing_s"], "ingest_run_s": x["ingest"]["wall_s"],
          "ingest_success": x["ingest"]["success"]} for x in ingests
@@ -172,6 +170,14 @@ def prepare_and_measure(args: argparse.Namespace, selection) -> dict:
         return {"prepared": prepared}
     if args.wait:
         sys.stdin.readline()
+    # Roots another process landed and ingested (``--land-history``, twelve files per hour from
+    # hour 0) join here, in the order of their sizes, with their ingest figures from the bench.
+    for level in sorted(elsewhere):
+        i = levels.index(level)
+        root = Root.open(dirs[i])
+        root.hour = math.ceil(landed_events(root.paths) / HISTORY_FILES_PER_HOUR)
+        roots.insert(i, root)
+        ingests.insert(i, {"level": level, "landing_s": None, "ingest": {"wall_s": None, "success": True}})
     counts = [int(x) for x in args.level_runs.split(",")] if args.level_runs else [args.runs] * len(levels)
     before = [landed_events(root.paths) for root in roots]
     runs: list[list[dict]] = [[] for _ in levels]
@@ -205,9 +211,8 @@ def main() -> None:
     parser.add_argument("--levels", default="", help="history sizes, e.g. 10,100,1000 (see prepare_and_measure)")
     parser.add_argument("--level-dirs", default="", help="one scenario folder (data/, home/) per history size")
     parser.add_argument("--level-runs", default="", help="measured runs at each size, e.g. 3,2,2,3 (default --runs)")
-    parser.add_argument("--state-dir", default="", help="scenario folder of section 6's runs (preparation)")
-    parser.add_argument("--state-select", default="", help="section 6's asset keys")
-    parser.add_argument("--state-runs", type=int, default=0)
+    parser.add_argument("--ingested-elsewhere", default="", help="sizes whose roots another process prepared")
+    parser.add_argument("--warm-dirs", default="", help="scenario folders to run once with checks (preparation)")
     parser.add_argument("--wait", action="store_true", help="after preparation, wait for a line on stdin")
     parser.add_argument("--no-checks", action="store_true", help="materialize without the asset checks")
     args = parser.parse_args()
@@ -224,7 +229,7 @@ def main() -> None:
     sources = args.land_sources.split(",") if args.land_sources else None
 
     out: dict = {"import_s": round(IMPORTED - STARTED, 3), "definitions_s": round(definitions_s, 3)}
-    if args.levels or args.state_dir:
+    if args.levels:
         out |= prepare_and_measure(args, selection)
     else:
         if args.land_history:
@@ -239,6 +244,8 @@ def main() -> None:
         out["runs"] = runs
     out["total_s"] = round(time.monotonic() - STARTED, 3)
     print("BENCH_JSON " + json.dumps(out, default=str), flush=True)
+    if os.environ.get(class_archive.DUMP_ENV):  # this run trains the driver's class archive
+        class_archive.stop_and_dump()
 
 
 if __name__ == "__main__":

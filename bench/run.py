@@ -10,10 +10,13 @@ Sections (issue 7): 1 incremental run cost vs a plain PySpark script, 2 per-tabl
 3 bronze throughput vs plain Spark batch and DuckDB, 4 history scaling, 5 landing-to-gold
 latency under ``dagster dev``, 6 peak memory and state store size.
 
-Everything that measures no time runs first, side by side (``--parallel``, three at a time):
-section 6's runs (its figures are sizes), the warm-up runs of section 1, section 3's generated
-batch and section 5's ``dagster dev`` with its first file. Then the timed sections run one at a
-time: 5, 1 with 2, 4 (which ingests each size's history itself, unmeasured, in one warm process), 3.
+Everything that measures no time runs first, side by side (``--parallel``, four at a time):
+section 6's runs (its figures are sizes), section 4's process preparing one data root per
+history size (it also ingests section 1's history into the framework's root, then waits), the
+run ingesting the largest history (it also trains the driver's class archive when setup has not
+built it yet), the plain script's warm-up run, section 3's batch and section 5's ``dagster dev``
+with its first file. Then the timed sections run one at a
+time: 5, 1 with 2, 4 (the waiting process, told to go), 3.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ class Config:
     history_rows: int = 10
     scaling_reps: int = 3
     drops: int = 10
-    state_runs: int = 4
+    state_runs: int = 3
 
 
 FULL = Config("full")
@@ -435,18 +438,29 @@ print("BENCH_JSON " + json.dumps({"duration_s": elapsed, "rows": rows}))
 
 
 def throughput_files(cfg: Config, workdir: Path) -> dict:
-    """The large batch of section 3: generated once, hard-linked into each repetition's root."""
-    src = Scenario(workdir, "throughput-source")
-    log(f"3. throughput: generating {cfg.big_files} x {cfg.big_rows:,} events")
-    files = src.land(cfg.big_files, cfg.big_rows, step=timedelta(hours=1))
-    lines = 0
+    """The large batch of section 3: one generated file of ``big_rows`` events and ``big_files - 1``
+    copies of it under other names, two in ten gzipped (the generator gzips about a quarter; the
+    parsing cost is per byte, so copies cost the readers what new events would; generating a
+    million events in Python would cost the preparation minutes). Hard-linked into each
+    repetition's root."""
     import gzip
 
-    for f in files:
-        opener = gzip.open if f.suffix == ".gz" else open
-        with opener(f, "rt") as handle:
-            lines += sum(1 for line in handle if line.strip())
-    return {"files": files, "lines": lines, "size": sum(f.stat().st_size for f in files)}
+    src = Scenario(workdir, "throughput-source")
+    log(f"3. throughput: generating {cfg.big_rows:,} events, {cfg.big_files} files of them")
+    (first,) = src.land(1, cfg.big_rows, gzip=0.0)
+    with open(first, "rt") as handle:
+        lines_per_file = sum(1 for line in handle if line.strip())
+    files = [first]
+    for k in range(1, cfg.big_files):
+        if k % 4 == 2:  # every fourth file gzipped
+            copy = first.with_name(f"{first.stem}-copy{k:02d}.jsonl.gz")
+            with open(first, "rb") as raw, gzip.open(copy, "wb", compresslevel=6) as packed:
+                shutil.copyfileobj(raw, packed)
+        else:
+            copy = first.with_name(f"{first.stem}-copy{k:02d}.jsonl")
+            os.link(first, copy)
+        files.append(copy)
+    return {"files": files, "lines": lines_per_file * len(files), "size": sum(f.stat().st_size for f in files)}
 
 
 def bench_throughput(cfg: Config, workdir: Path, batch: dict) -> dict:
@@ -527,64 +541,96 @@ def bench_latency(cfg: Config, server, paths) -> dict:
     }  # fmt: skip
 
 
-# -- 4 and 6: one process, prepared early, measured late ------------------------------------
+# -- the class archive ------------------------------------------------------------------------
+
+
+def missing_class_archive() -> Path | None:
+    """Where the driver's class archive (``lakehouse_assets/lib/class_archive.py``) goes when it
+    is missing. `make bench` leaves it to the preparation: the run that ingests section 4's
+    largest history trains it (the events chain, as setup's training run), instead of a
+    training run of its own before everything else. Only section 1's runs must have it, and
+    they start after preparation."""
+    from lakehouse_assets.lib import class_archive
+    from lakehouse_assets.lib.jars import cached_jars
+
+    if os.environ.get("LAKEHOUSE_CLASS_ARCHIVE", "1") == "0":
+        return None
+    target = class_archive.archive_path(cached_jars())
+    return None if target.exists() else target
+
+
+# -- 4: history scaling, prepared early, measured late -----------------------------------------
 
 
 class History:
-    """Sections 6 and 4 in one process (``dagster_run.py``, one JVM; see its
-    ``prepare_and_measure``). Its preparation runs alongside the bench's other preparation:
-    section 6's runs (their figures are sizes, not times) and one data root per history size of
-    section 4, each ingested by an unmeasured run. Section 4's measured runs then wait until the
-    sections measured before them are done. They share a warm JVM on purpose: the cold start
-    every fresh process pays (section 1) is the same at every size and would only dilute what
-    grows with the history."""
+    """Section 4 in one process (``dagster_run.py``, one JVM; see its ``prepare_and_measure``).
+    Its preparation runs alongside the bench's other preparation: one data root per history size,
+    each ingested by an unmeasured run, and section 1's framework root (``warm``: its history
+    ingested in this warm JVM rather than by a cold CLI run). The measured runs then wait until the
+    sections measured before them are done. They share a warm JVM on purpose: the cold start every
+    fresh process pays (section 1) is the same at every size and would only dilute what grows
+    with the history."""
 
-    def __init__(self, cfg: Config, workdir: Path, sections: set[str]):
+    def __init__(self, cfg: Config, workdir: Path, warm: list[Scenario]):
         self.cfg = cfg
-        self.levels = sorted(cfg.levels) if "4" in sections else []
-        self.state = "6" in sections
+        self.levels = sorted(cfg.levels)
+        self.warm = warm
         self.gate = Gate()
         self.level_dirs = [Scenario(workdir, f"scaling-{n}") for n in self.levels]
-        self.state_dir = Scenario(workdir, "state") if self.state else None
         # The ends of the curve make the target's ratio: full repetitions there, one fewer between.
         reps = cfg.scaling_reps
         self.level_runs = [reps if i in (0, len(self.levels) - 1) else max(2, reps - 1) if reps > 2 else reps
                            for i in range(len(self.levels))]  # fmt: skip
         self._pool = ThreadPoolExecutor(1)
         self._proc = None
+        # The largest root's history (most of the preparation's work) is landed and ingested by a
+        # process of its own, side by side with the others; the measuring process opens it later.
+        self.elsewhere = self.levels[-1:] if len(self.levels) > 1 else []
+        self._largest = None
 
-    def start(self) -> None:
+    def _prepare_largest(self) -> dict:
+        from lakehouse_assets.lib import class_archive
+
+        sc, n = self.level_dirs[-1], self.levels[-1]
+        archive = missing_class_archive()
+        env = dict(sc.env)
+        if archive:
+            log("class archive: the largest history's ingest run trains it")
+            partial = archive.with_suffix(f".{os.getpid()}.partial")
+            archive.parent.mkdir(parents=True, exist_ok=True)
+            env[class_archive.DUMP_ENV] = str(partial)
+        p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", EVENTS_CHAIN, "--land-history", str(n),
+                 "--history-rows", str(self.cfg.history_rows), "--no-checks"], env)  # fmt: skip
+        j = p.json()
+        if archive and not class_archive.install(partial, archive):
+            log("class archive: not written; section 1's runs start without it")
+        if not j["runs"][0]["success"]:
+            raise RuntimeError(f"the ingest run of the {n:,}-file root failed")
+        return {"landing_s": j["landing_s"], "ingest_run_s": j["runs"][0]["wall_s"]}
+
+    def start(self, pool: ThreadPoolExecutor) -> None:
         cfg = self.cfg
+        log(f"4. scaling: preparing data roots with {', '.join(f'{n:,}' for n in self.levels)} files ingested")
+        if self.elsewhere:
+            self._largest = pool.submit(self._prepare_largest)
         cmd = [str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", EVENTS_CHAIN,
-               "--land-rows", str(cfg.small_rows), "--history-rows", str(cfg.history_rows)]  # fmt: skip
-        if self.state_dir:
-            log(f"6. state: {cfg.state_runs} runs of the stateful tables and their inputs, an hour of new data each")
-            cmd += ["--state-dir", str(self.state_dir.dir), "--state-select", STATE_CHAIN,
-                    "--state-runs", str(cfg.state_runs), "--state-du", ",".join(STATEFUL)]  # fmt: skip
-        if self.levels:
-            log(f"4. scaling: preparing data roots with {', '.join(f'{n:,}' for n in self.levels)} files ingested")
-            cmd += ["--levels", ",".join(map(str, self.levels)), "--wait",
-                    "--level-dirs", ",".join(str(s.dir) for s in self.level_dirs),
-                    "--level-runs", ",".join(map(str, self.level_runs))]  # fmt: skip
-        env = (self.level_dirs or [self.state_dir])[0].env  # type: ignore[list-item]
-        self._proc = self._pool.submit(run, cmd, env, 5400, True, self.gate)
+               "--land-rows", str(cfg.small_rows), "--history-rows", str(cfg.history_rows),
+               "--levels", ",".join(map(str, self.levels)), "--wait",
+               "--level-dirs", ",".join(str(s.dir) for s in self.level_dirs),
+               "--level-runs", ",".join(map(str, self.level_runs)),
+               "--warm-dirs", ",".join(str(s.dir) for s in self.warm),
+               "--ingested-elsewhere", ",".join(map(str, self.elsewhere))]  # fmt: skip
+        self._proc = self._pool.submit(run, cmd, self.level_dirs[0].env, 5400, True, self.gate)
 
     def wait_prepared(self) -> None:
+        if self._largest:
+            self._largest.result()
         self.gate.ready.wait()
         if self.gate.prepared is None:  # the process ended before it was prepared
             self._proc.result()  # type: ignore[union-attr]
             raise RuntimeError("the history process ended without preparing")
-
-    def state_result(self) -> dict:
-        runs = (self.gate.prepared or {}).get("state_runs") or []
-        series = [
-            {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
-             "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
-            for i, r in enumerate(runs)
-        ]  # fmt: skip
-        if not series:
-            raise RuntimeError("section 6's runs did not run")
-        return {"series": series, "peak_rss": self.gate.peak_rss_when_ready}
+        if not all(self.gate.prepared.get("warm_dirs", [])):
+            raise RuntimeError("the warm-up run of section 1's framework root failed")
 
     def close(self) -> None:
         """Stop the process if it is still waiting (a section failed before it was measured)."""
@@ -595,7 +641,7 @@ class History:
                 pass
         self._pool.shutdown(wait=True)
 
-    def measure_scaling(self) -> dict:
+    def measure(self) -> dict:
         log(f"4. scaling: {', '.join(map(str, self.level_runs))} runs with one new file at "
             f"{', '.join(f'{n:,}' for n in self.levels)} files ingested")
         self.gate.go.set()
@@ -603,6 +649,8 @@ class History:
         j = proc.json()
         levels: list[dict] = []
         for measured in j["levels"]:
+            if measured["level"] in self.elsewhere:
+                measured |= self._largest.result()  # type: ignore[union-attr]
             if not measured["ingest_success"] or not all(r["success"] for r in measured["runs"]):
                 raise RuntimeError(f"a scaling run at {measured['level']} files failed")
             walls = [r["wall_s"] for r in measured["runs"]]
@@ -619,6 +667,25 @@ class History:
             lv["vs_first"] = lv["median_s"] / base
         warm_up = j["prepared"].get("warm_up") or {}
         return {"levels": levels, "warm": True, "warm_up_s": warm_up.get("wall_s"), "peak_rss": proc.peak_rss}
+
+
+# -- 6: memory and state ----------------------------------------------------------------------
+
+
+def bench_state(cfg: Config, workdir: Path) -> dict:
+    sc = Scenario(workdir, "state")
+    # Every table, warm JVM after the first: about 1.5 CLI runs of the events chain each.
+    runs = cfg.state_runs
+    log(f"6. state: {runs} runs of the stateful tables and their inputs, an hour of new data each")
+    p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", STATE_CHAIN, "--runs", str(runs),
+             "--state-du", ",".join(STATEFUL), "--land-rows", str(cfg.small_rows), "--no-checks"], sc.env, timeout=2400)  # fmt: skip
+    j = p.json()
+    series = [
+        {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
+         "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
+        for i, r in enumerate(j["runs"])
+    ]  # fmt: skip
+    return {"series": series, "peak_rss": p.peak_rss, "wall_s": p.wall_s}
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -660,8 +727,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", help="comma-separated history sizes, e.g. 10,100,1000")
     parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 20)),
                         help="add repetitions beyond each section's minimum only until this many minutes (default 20)")
-    parser.add_argument("--parallel", type=int, default=3,
-                        help="preparation processes at a time, the history process included (default 3)")
+    parser.add_argument("--parallel", type=int, default=4,
+                        help="preparation processes at a time, the history process included (default 4)")
     args = parser.parse_args(argv)
     cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
     for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
@@ -697,24 +764,29 @@ def main(argv: list[str] | None = None) -> int:
             results.setdefault("section_s", {})[name] = round(time.monotonic() - t, 1)
             (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
 
-    # Preparation measures nothing, so it runs side by side (three processes at a time on 2 cores):
-    # section 6's runs (their figures are sizes, not times), the warm-up runs of section 1, section
-    # 3's generated batch and section 5's server. The two longest chains (server start and first
-    # file; section 6's runs) first.
-    log("preparing: state runs and history roots, warm-ups, the throughput batch and the latency server, side by side")
-    history = History(cfg, workdir, sections) if sections & {"4", "6"} else None
+    # Preparation measures nothing, so it runs side by side (see the module's docstring); the
+    # longest chains first.
+    log("preparing: state runs, history roots, warm-ups, the throughput batch and the latency server, side by side")
+    pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
+    history = History(cfg, workdir, [pair[0]] if pair else []) if "4" in sections else None
     try:
-        if history:
-            history.start()
         # With the history process, ``args.parallel`` processes at a time on 2 cores.
         with ThreadPoolExecutor(max(1, args.parallel - (1 if history else 0))) as pool:
+            if history:
+                history.start(pool)
+            if not history and missing_class_archive():
+                from lakehouse_assets.lib.class_archive import build
+
+                pool.submit(build)
             dev = pool.submit(latency_server, workdir) if "5" in sections else None
-            pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
-            warm_ups = [pool.submit(pair[0].dagster_cli), pool.submit(pair[1].plain)] if pair else []
+            state = pool.submit(record, "state", lambda: bench_state(cfg, workdir)) if "6" in sections else None
+            # Section 1's framework root is ingested by the history process (or, without it, a CLI run).
+            warm_ups = ([] if history else [pool.submit(pair[0].dagster_cli)]) + [pool.submit(pair[1].plain)] if pair else []
             batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
             prepare_t = time.monotonic()
-            named = [("section 1's warm-ups", w) for w in warm_ups] + [(n, f) for n, f in
-                     (("section 3's batch", batch), ("section 5's server", dev)) if f]  # fmt: skip
+            named = [("section 5's server", dev), ("section 6's runs", state),
+                     ("section 3's batch", batch)] + [("section 1's warm-up", w) for w in warm_ups]  # fmt: skip
+            named = [(n, f) for n, f in named if f]
             for name, f in named:
                 f.add_done_callback(lambda _, name=name: log(f"prepared: {name}"))
             for _, f in named:
@@ -722,30 +794,28 @@ def main(argv: list[str] | None = None) -> int:
                     f.result()
                 except Exception as error:  # noqa: BLE001 - reported by the section that needs it
                     log(f"preparation failed: {error}")
-            prepared = None
+            prepared: BaseException | None = None
             if history:
                 try:
                     history.wait_prepared()
-                    log("prepared: sections 6 and 4 (history process)")
-                    prepared = True
+                    log("prepared: section 4's data roots and section 1's framework root (history process)")
                 except Exception as error:  # noqa: BLE001 - reported by the sections that need it
                     log(f"preparation failed: {error}")
                     prepared = error
             results.setdefault("section_s", {})["preparation"] = round(time.monotonic() - prepare_t, 1)
-        if history and history.state:
-            record("state", lambda: history.state_result() if prepared is True else _raise(prepared))
         # Measured sections, one at a time on a quiet machine; latency first, while its server is up.
         if dev:
             if dev.exception():
                 results["latency"] = {"error": str(dev.exception())[-3000:]}
             else:
                 record("latency", lambda: bench_latency(cfg, *dev.result()))
-        if pair and all(not w.exception() for w in warm_ups):
+        failed = next((w.exception() for w in warm_ups if w.exception()), None) or prepared
+        if pair and not failed:
             record("incremental", lambda: bench_incremental(cfg, *pair))
         elif pair:
-            results["incremental"] = {"error": f"warm-up failed: {next(w.exception() for w in warm_ups if w.exception())}"}
-        if history and history.levels:
-            record("scaling", lambda: history.measure_scaling() if prepared is True else _raise(prepared))
+            results["incremental"] = {"error": f"warm-up failed: {failed}"}
+        if history:
+            record("scaling", lambda: history.measure() if prepared is None else _raise(prepared))
         if batch:
             record("throughput", lambda: bench_throughput(cfg, workdir, batch.result()))
     finally:

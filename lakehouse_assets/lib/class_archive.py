@@ -63,7 +63,6 @@ def _train(target: str) -> None:
     from lakehouse_assets.definitions import build_definitions
     from lakehouse_assets.generate import GeneratorOptions, generate
     from lakehouse_assets.lib.settings import LakehousePaths
-    from lakehouse_assets.lib.spark import get_spark
 
     os.environ[DUMP_ENV] = target
     with tempfile.TemporaryDirectory(prefix="lakehouse-cds-") as root:
@@ -72,12 +71,34 @@ def _train(target: str) -> None:
         defs = build_definitions(paths)
         chain = ["bronze_events", "bronze_events_quarantine", "silver_events", "silver_events_quarantine", "gold_hourly_revenue"]
         dg.materialize(list(defs.assets or []), resources=defs.resources, selection=chain)
-        spark = get_spark()
-        jvm = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]
-        spark.stop()
-        # The driver exits (and dumps) when its stdin closes: PySpark's own shutdown signal.
-        jvm.stdin.close()
-        jvm.wait(timeout=600)
+        stop_and_dump()
+
+
+def stop_and_dump() -> None:
+    """End a training process: stop the session and let the driver JVM exit by itself, which is
+    when it writes the archive (a killed JVM writes nothing)."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession  # type: ignore[attr-defined]
+    if spark is None:
+        return
+    jvm = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]
+    spark.stop()
+    # The driver exits when its stdin closes: PySpark's own shutdown signal.
+    jvm.stdin.close()
+    jvm.wait(timeout=600)
+
+
+def install(partial: Path, target: Path) -> bool:
+    """Put a freshly written archive in place (dropping archives of earlier JVMs or jars)."""
+    if not partial.exists() or partial.stat().st_size == 0:
+        partial.unlink(missing_ok=True)
+        return False
+    partial.replace(target)
+    for stale in target.parent.glob("driver-*.jsa"):
+        if stale != target:
+            stale.unlink(missing_ok=True)
+    return True
 
 
 def build() -> int:
@@ -103,16 +124,12 @@ def build() -> int:
         except subprocess.TimeoutExpired:
             os.killpg(training.pid, signal.SIGKILL)
             output = f"the training run took more than {TRAINING_TIMEOUT_S} s and was stopped"
-    if training.returncode != 0 or not partial.exists() or partial.stat().st_size == 0:
+    if training.returncode != 0 or not install(partial, target):
         partial.unlink(missing_ok=True)
         tail = output.strip().splitlines()[-5:]
         print("class archive: not written, runs start without it (make setup tries again): " + " | ".join(tail),
               file=sys.stderr)  # fmt: skip
         return 1
-    partial.replace(target)
-    for stale in target.parent.glob("driver-*.jsa"):  # archives of earlier JVMs or jars
-        if stale != target:
-            stale.unlink(missing_ok=True)
     size = target.stat().st_size / 2**20
     print(f"class archive: {target} ({size:,.0f} MiB) in {time.monotonic() - started:.0f} s")
     return 0
