@@ -132,13 +132,15 @@ class Root:
 
 
 def prepare_and_measure(args: argparse.Namespace, selection) -> dict:
-    """Section 4 in one process (one JVM), in two phases.
+    """Section 4 (and section 6's runs) in one process (one JVM), in two phases.
 
     Preparation (unmeasured, while the bench prepares its other sections): one data root per
     history size of ``--levels`` (``--level-dirs``), each given that many small events files and
     one ingest run without checks; the first also gets one run with checks (warms the JVM and the
     checks). Then one run with checks on each of ``--warm-dirs`` (section 1's framework root: its
-    history ingested here, in a warm JVM, instead of by a cold CLI run). Prints
+    history ingested here, in a warm JVM, instead of by a cold CLI run), and ``--state-runs`` runs
+    of ``--state-select`` without checks on ``--state-dir``, each after an hour of every source
+    landed (section 6: sizes, not times). Prints
     ``BENCH_READY {json}`` and, with ``--wait``, waits for a line on stdin: the bench measures its
     other sections on a quiet machine meanwhile.
 
@@ -161,6 +163,13 @@ def prepare_and_measure(args: argparse.Namespace, selection) -> dict:
             root.hour += 1
             prepared["warm_up"] = root.run(selection)
     prepared["warm_dirs"] = [Root.open(d).run(selection)["success"] for d in filter(None, args.warm_dirs.split(","))]
+    if args.state_dir:  # section 6: its figures are sizes, so its runs belong to the preparation
+        root = Root.open(args.state_dir)
+        state_selection = dg.AssetSelection.assets(*[dg.AssetKey(k) for k in args.state_select.split(",")])
+        prepared["state_runs"] = []
+        for i in range(args.state_runs):
+            land_hour(root.paths, i, args.land_rows, None)
+            prepared["state_runs"].append(root.run(state_selection.without_checks(), args.state_du.split(",")))
     prepared["ingests"] = [
         {"level": x["level"], "landing_s": x["landing_s"], "ingest_run_s": x["ingest"]["wall_s"],
          "ingest_success": x["ingest"]["success"]} for x in ingests
@@ -212,6 +221,9 @@ def main() -> None:
     parser.add_argument("--level-dirs", default="", help="one scenario folder (data/, home/) per history size")
     parser.add_argument("--level-runs", default="", help="measured runs at each size, e.g. 3,2,2,3 (default --runs)")
     parser.add_argument("--ingested-elsewhere", default="", help="sizes whose roots another process prepared")
+    parser.add_argument("--state-dir", default="", help="scenario folder of section 6's runs (preparation)")
+    parser.add_argument("--state-select", default="", help="section 6's asset keys")
+    parser.add_argument("--state-runs", type=int, default=0)
     parser.add_argument("--warm-dirs", default="", help="scenario folders to run once with checks (preparation)")
     parser.add_argument("--wait", action="store_true", help="after preparation, wait for a line on stdin")
     parser.add_argument("--no-checks", action="store_true", help="materialize without the asset checks")

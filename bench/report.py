@@ -102,8 +102,8 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
         rows.append(("5. Landing → gold latency", "did not complete (see below)", "p50 < 20 s", None))
     if not inc.get("dagster_peak_rss") and r.get("state", {}).get("peak_rss"):
         rows.append((
-            f"6a. Peak resident memory (process tree: Python + JVM) of {len(r['state']['series'])} runs of the "
-            "stateful tables and their inputs in one process", _mib(r["state"]["peak_rss"]), "—", None,
+            f"6a. Peak resident memory (process tree: Python + JVM) of section 4's preparation and "
+            f"{len(r['state']['series'])} runs of the stateful tables and their inputs in one process", _mib(r["state"]["peak_rss"]), "—", None,
         ))  # fmt: skip
     if inc.get("dagster_peak_rss"):
         rows.append((
@@ -371,11 +371,12 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             f"the suite prepares its other sections: landing files of {cfg['history_rows']} events (twelve per hour "
             "of event time: 10,000 files ≈ 35 days) are landed up to the size and ingested by one unmeasured run "
             "of the events chain without checks (the \"ingest run\" column), and the smallest root also gets one "
-            "unmeasured run with checks (it warms the JVM and the checks; the same process also ingests section 1's "
-            "history into the framework's root). After sections 5 and 1 the same process "
+            "unmeasured run with checks (it warms the JVM and the checks; the same process then ingests section 1's "
+            "history into the framework's root and runs section 6's runs; the largest root is landed and ingested by "
+            "a process of its own). After sections 5 and 1 the same process "
             f"runs the chain (checks on) with one new file of {cfg['small_rows']} events each time: "
             f"{cfg['scaling_reps']} times at the smallest and largest size (the target's ratio), "
-            f"{max(2, cfg['scaling_reps'] - 1) if cfg['scaling_reps'] > 2 else cfg['scaling_reps']} times between, "
+            f"{max(1, cfg['scaling_reps'] - 2)} time(s) between, "
             "taking the sizes in turn (every timed run follows a run on another root: no size gets the warmer "
             "caches of a repeat, and drift spreads evenly). "
             "The timed runs share a warm JVM on purpose: the JVM start every fresh process pays (section 1) is the "
@@ -417,9 +418,10 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             "",
             f"Peak resident memory of the process tree (Python + Spark JVM), sampled every 0.1 s: incremental run "
             f"{_mib(_median(inc.get('dagster_peak_rss', [])))} (plain script {_mib(_median(inc.get('plain_peak_rss', [])))}); "
-            f"{len(st['series'])} consecutive runs of the stateful tables and their inputs in one process {_mib(st['peak_rss'])}. "
+            f"the preparation process of section 4, which ends with section 6's {len(st['series'])} consecutive runs of "
+            f"the stateful tables and their inputs, {_mib(st['peak_rss'])}. "
             "Those runs (checks off, an hour of every source each) are preparation-time work: their figures are "
-            "sizes, so they run side by side with the suite's other preparation.",
+            "sizes, so they run side by side with the suite's other preparation, in a JVM already warm.",
             "",
             "| run | state store bytes | state rows (metadata) |",
             "|---|---|---|",

@@ -11,9 +11,9 @@ Sections (issue 7): 1 incremental run cost vs a plain PySpark script, 2 per-tabl
 latency under ``dagster dev``, 6 peak memory and state store size.
 
 Everything that measures no time runs first, side by side (``--parallel``, four at a time):
-section 6's runs (its figures are sizes), section 4's process preparing one data root per
-history size (it also ingests section 1's history into the framework's root, then waits), the
-run ingesting the largest history (it also trains the driver's class archive when setup has not
+section 4's process preparing one data root per history size (it also ingests section 1's
+history into the framework's root and runs section 6's runs, whose figures are sizes, then
+waits), the run ingesting the largest history (it also trains the driver's class archive when setup has not
 built it yet), the plain script's warm-up run, section 3's batch and section 5's ``dagster dev``
 with its first file. Then the timed sections run one at a
 time: 5, 1 with 2, 4 (the waiting process, told to go), 3.
@@ -571,15 +571,16 @@ class History:
     fresh process pays (section 1) is the same at every size and would only dilute what grows
     with the history."""
 
-    def __init__(self, cfg: Config, workdir: Path, warm: list[Scenario]):
+    def __init__(self, cfg: Config, workdir: Path, warm: list[Scenario], state: bool):
         self.cfg = cfg
         self.levels = sorted(cfg.levels)
         self.warm = warm
+        self.state_dir = Scenario(workdir, "state") if state else None
         self.gate = Gate()
         self.level_dirs = [Scenario(workdir, f"scaling-{n}") for n in self.levels]
         # The ends of the curve make the target's ratio: full repetitions there, one fewer between.
         reps = cfg.scaling_reps
-        self.level_runs = [reps if i in (0, len(self.levels) - 1) else max(2, reps - 1) if reps > 2 else reps
+        self.level_runs = [reps if i in (0, len(self.levels) - 1) else max(1, reps - 2)
                            for i in range(len(self.levels))]  # fmt: skip
         self._pool = ThreadPoolExecutor(1)
         self._proc = None
@@ -620,6 +621,10 @@ class History:
                "--level-runs", ",".join(map(str, self.level_runs)),
                "--warm-dirs", ",".join(str(s.dir) for s in self.warm),
                "--ingested-elsewhere", ",".join(map(str, self.elsewhere))]  # fmt: skip
+        if self.state_dir:
+            log(f"6. state: {cfg.state_runs} runs of the stateful tables and their inputs, an hour of new data each")
+            cmd += ["--state-dir", str(self.state_dir.dir), "--state-select", STATE_CHAIN,
+                    "--state-runs", str(cfg.state_runs), "--state-du", ",".join(STATEFUL)]  # fmt: skip
         self._proc = self._pool.submit(run, cmd, self.level_dirs[0].env, 5400, True, self.gate)
 
     def wait_prepared(self) -> None:
@@ -629,8 +634,23 @@ class History:
         if self.gate.prepared is None:  # the process ended before it was prepared
             self._proc.result()  # type: ignore[union-attr]
             raise RuntimeError("the history process ended without preparing")
-        if not all(self.gate.prepared.get("warm_dirs", [])):
-            raise RuntimeError("the warm-up run of section 1's framework root failed")
+
+    def warmed(self) -> bool:
+        """Section 1's framework root was ingested (its warm-up run succeeded)."""
+        done = (self.gate.prepared or {}).get("warm_dirs")
+        return bool(done) and all(done)
+
+    def state_result(self) -> dict:
+        """Section 6's runs, from the preparation (peak memory: the process up to then)."""
+        runs = (self.gate.prepared or {}).get("state_runs") or []
+        if not runs:
+            raise RuntimeError("section 6's runs did not run")
+        series = [
+            {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
+             "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
+            for i, r in enumerate(runs)
+        ]  # fmt: skip
+        return {"series": series, "peak_rss": self.gate.peak_rss_when_ready}
 
     def close(self) -> None:
         """Stop the process if it is still waiting (a section failed before it was measured)."""
@@ -768,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
     # longest chains first.
     log("preparing: state runs, history roots, warm-ups, the throughput batch and the latency server, side by side")
     pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
-    history = History(cfg, workdir, [pair[0]] if pair else []) if "4" in sections else None
+    history = History(cfg, workdir, [pair[0]] if pair else [], "6" in sections) if "4" in sections else None
     try:
         # With the history process, ``args.parallel`` processes at a time on 2 cores.
         with ThreadPoolExecutor(max(1, args.parallel - (1 if history else 0))) as pool:
@@ -779,7 +799,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 pool.submit(build)
             dev = pool.submit(latency_server, workdir) if "5" in sections else None
-            state = pool.submit(record, "state", lambda: bench_state(cfg, workdir)) if "6" in sections else None
+            # Section 6's runs go to the history process when there is one (a warm JVM).
+            state = pool.submit(record, "state", lambda: bench_state(cfg, workdir)) if "6" in sections and not history else None
             # Section 1's framework root is ingested by the history process (or, without it, a CLI run).
             warm_ups = ([] if history else [pool.submit(pair[0].dagster_cli)]) + [pool.submit(pair[1].plain)] if pair else []
             batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
@@ -803,13 +824,17 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"preparation failed: {error}")
                     prepared = error
             results.setdefault("section_s", {})["preparation"] = round(time.monotonic() - prepare_t, 1)
+        if history and history.state_dir:
+            record("state", history.state_result)
         # Measured sections, one at a time on a quiet machine; latency first, while its server is up.
         if dev:
             if dev.exception():
                 results["latency"] = {"error": str(dev.exception())[-3000:]}
             else:
                 record("latency", lambda: bench_latency(cfg, *dev.result()))
-        failed = next((w.exception() for w in warm_ups if w.exception()), None) or prepared
+        failed = next((w.exception() for w in warm_ups if w.exception()), None)
+        if history and pair and not history.warmed():
+            failed = failed or RuntimeError("the history process did not ingest section 1's framework root")
         if pair and not failed:
             record("incremental", lambda: bench_incremental(cfg, *pair))
         elif pair:
