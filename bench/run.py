@@ -645,12 +645,7 @@ class History:
         runs = (self.gate.prepared or {}).get("state_runs") or []
         if not runs:
             raise RuntimeError("section 6's runs did not run")
-        series = [
-            {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
-             "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
-            for i, r in enumerate(runs)
-        ]  # fmt: skip
-        return {"series": series, "peak_rss": self.gate.peak_rss_when_ready}
+        return {"series": state_series(runs), "peak_rss": self.gate.peak_rss_when_ready}
 
     def close(self) -> None:
         """Stop the process if it is still waiting (a section failed before it was measured)."""
@@ -699,13 +694,16 @@ def bench_state(cfg: Config, workdir: Path) -> dict:
     log(f"6. state: {runs} runs of the stateful tables and their inputs, an hour of new data each")
     p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", STATE_CHAIN, "--runs", str(runs),
              "--state-du", ",".join(STATEFUL), "--land-rows", str(cfg.small_rows), "--no-checks"], sc.env, timeout=2400)  # fmt: skip
-    j = p.json()
-    series = [
+    return {"series": state_series(p.json()["runs"]), "peak_rss": p.peak_rss, "wall_s": p.wall_s}
+
+
+def state_series(runs: list[dict]) -> list[dict]:
+    """Section 6's figures from its runs: state store size and rows after each."""
+    return [
         {"run": i + 1, "success": r["success"], "wall_s": r["wall_s"], "state_bytes": r["state_bytes"],
          "state_rows": {t: r["metadata"].get(t, {}).get("state_rows") for t in STATEFUL}}
-        for i, r in enumerate(j["runs"])
+        for i, r in enumerate(runs)
     ]  # fmt: skip
-    return {"series": series, "peak_rss": p.peak_rss, "wall_s": p.wall_s}
 
 
 # -- report -----------------------------------------------------------------------------------
