@@ -114,6 +114,7 @@ class Proc:
     peak_rss: int
     rc: int
     out: str
+    cpu_s: float = 0.0
 
     def json(self) -> dict:
         for line in reversed(self.out.splitlines()):
@@ -131,6 +132,7 @@ class Gate:
         self.go = threading.Event()
         self.prepared: dict | None = None
         self.peak_rss_when_ready = 0
+        self.cpu_when_ready = 0.0
         self.pid = 0
 
 
@@ -142,6 +144,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
     proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.PIPE if gate else None, start_new_session=True)  # fmt: skip
     peak = 0
+    cpu: dict[int, float] = {}  # CPU seconds of every process of the tree, as last seen
     chunks: list[str] = []
     if gate:
         gate.pid = proc.pid
@@ -152,6 +155,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
             if gate and line.startswith("BENCH_READY "):
                 gate.prepared = json.loads(line.removeprefix("BENCH_READY "))
                 gate.peak_rss_when_ready = peak
+                gate.cpu_when_ready = round(sum(cpu.values()), 1)
                 gate.ready.set()
 
     reader = threading.Thread(target=read, daemon=True)
@@ -163,6 +167,9 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
             try:
                 tree = [root, *root.children(recursive=True)]
                 peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+                for p in tree:
+                    times = p.cpu_times()
+                    cpu[p.pid] = times.user + times.system
             except psutil.Error:
                 pass
             if time.monotonic() - started > timeout:
@@ -185,9 +192,10 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
     except ProcessLookupError:
         pass
     out = "".join(chunks)
+    log(f"   ({Path(cmd[1]).name if len(cmd) > 1 else cmd[0]}: {wall:.0f}s, {sum(cpu.values()):.0f} CPU-s)")
     if check and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])} failed (rc={proc.returncode}):\n{out[-4000:]}")
-    return Proc(round(wall, 3), peak, proc.returncode, out)
+    return Proc(round(wall, 3), peak, proc.returncode, out, round(sum(cpu.values()), 1))
 
 
 class Scenario:
@@ -526,6 +534,23 @@ def latency_server(workdir: Path) -> tuple:
     return server, paths
 
 
+def tree_cpu(server) -> float:
+    """CPU seconds used so far by ``dagster dev`` (webserver, daemon, code server, runs) and its
+    warm Spark server."""
+    total = 0.0
+    for top in (server.process, getattr(server, "warm_spark", None)):
+        if top is None:
+            continue
+        try:
+            tree = psutil.Process(top.pid)
+            for p in [tree, *tree.children(recursive=True)]:
+                times = p.cpu_times()
+                total += times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            pass
+    return round(total, 1)
+
+
 def bench_latency(cfg: Config, server, paths) -> dict:
     """``scripts/measure_latency.py``'s drops against the server prepared by :func:`latency_server`."""
     script = _latency_script()
@@ -747,6 +772,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="add repetitions beyond each section's minimum only until this many minutes (default 20)")
     parser.add_argument("--parallel", type=int, default=4,
                         help="preparation processes at a time, the history process included (default 4)")
+    parser.add_argument("--prepare-only", action="store_true", help="stop after the preparation (a trial of it)")
     args = parser.parse_args(argv)
     cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
     for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
@@ -822,6 +848,16 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"preparation failed: {error}")
                     prepared = error
             results.setdefault("section_s", {})["preparation"] = round(time.monotonic() - prepare_t, 1)
+            results["preparation_cpu_s"] = {
+                "history process": history.gate.cpu_when_ready if history else None,
+                "latency server": tree_cpu(dev.result()[0]) if dev and not dev.exception() else None,
+            }  # fmt: skip
+            log(f"preparation: {results['section_s']['preparation']:.0f}s; CPU-s of the waiting processes: "
+                f"{results['preparation_cpu_s']}")
+        if args.prepare_only:
+            if dev and not dev.exception():
+                dev.result()[0].stop()
+            return 0
         if history and history.state_dir:
             record("state", history.state_result)
         # Measured sections, one at a time on a quiet machine; latency first, while its server is up.
