@@ -241,7 +241,7 @@ def main() -> None:
     sources = args.land_sources.split(",") if args.land_sources else None
 
     out: dict = {"import_s": round(IMPORTED - STARTED, 3), "definitions_s": round(definitions_s, 3)}
-    if args.levels:
+    if args.levels or args.state_dir or args.warm_dirs:
         out |= prepare_and_measure(args, selection)
     else:
         if args.land_history:

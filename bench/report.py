@@ -196,8 +196,39 @@ def explanations(r: dict) -> list[str]:
             "(a handful of small Spark jobs, ~0.2–1 s each warm). What would close it: a sensor that reacts to file "
             "events instead of polling; checks of the path to gold run after it (non-blocking) so gold commits first; "
             "and a run launcher that reuses a warm Python process (Dagster starts one per run)."
+            + (f" Largest parts in this run: {dominant_parts(lat['parts_median_s'])}." if lat.get("parts_median_s") else "")
         )  # fmt: skip
     return out
+
+
+LATENCY_PARTS = {
+    "sensor": "landing → run requested (the sensor daemon's next pass, every 5 s, and the 1 s settle time)",
+    "queue": "run requested → launched (the queue, checked every second)",
+    "run_start": "run launched → started (a new run process: Python, Dagster, the code location)",
+    "bronze_events": "bronze_events: query and metadata (in the warm Spark server)",
+    "bronze_events/checks": "bronze_events: its asset checks (blocking: they run before silver)",
+    "silver_events": "silver_events: query and metadata",
+    "silver_events/checks": "silver_events: its asset checks",
+    "gold_until_commit": "gold_hourly_revenue: step start → Delta commit",
+}
+
+
+def latency_parts(lat: dict) -> list[str]:
+    """Section 5's table: where a drop's time goes (medians of the parts over the drops)."""
+    parts = lat.get("parts_median_s") or {}
+    if not parts:
+        return []
+    lines = [f"Where the time goes: the median of each part over {lat['parts_drops']} drops, read from the run's "
+             "event log (`scripts/measure_latency.py` prints it for every drop; the medians need not add up to the "
+             "median latency).", "", "| part | median |", "|---|---|"]  # fmt: skip
+    lines += [f"| {LATENCY_PARTS.get(k, k)} | {v:.1f} s |" for k, v in parts.items()]
+    return [*lines, "", f"What dominates: {dominant_parts(parts)}.", ""]
+
+
+def dominant_parts(parts: dict[str, float], n: int = 3) -> str:
+    """The ``n`` largest parts of a drop's latency, named and timed."""
+    top = sorted(parts.items(), key=lambda kv: -kv[1])[:n]
+    return ", then ".join(f"{LATENCY_PARTS.get(k, k).split(' (')[0]} ({v:.1f} s)" for k, v in top)
 
 
 def summary_table(r: dict) -> str:
@@ -409,6 +440,7 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
                 f"{', '.join(f'{v:.1f}' for v in lat['drops_s'])} s → p50 {_s(lat['p50_s'])}, p95 {_s(lat['p95_s'])}.",
                 "",
             ]
+            lines += latency_parts(lat)
         else:
             lines += [f"The latency script did not finish: ```{lat.get('tail', '')}```", ""]
     st = r.get("state", {})

@@ -96,10 +96,6 @@ def log(message: str) -> None:
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
 
 
-def _raise(error: BaseException | None):
-    raise error or RuntimeError("not prepared")
-
-
 def median(values: list[float]) -> float:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
@@ -192,10 +188,18 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
     except ProcessLookupError:
         pass
     out = "".join(chunks)
-    log(f"   ({Path(cmd[1]).name if len(cmd) > 1 else cmd[0]}: {wall:.0f}s, {sum(cpu.values()):.0f} CPU-s)")
+    log(f"   ({label(cmd)}: {wall:.0f}s, {sum(cpu.values()):.0f} CPU-s)")
     if check and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])} failed (rc={proc.returncode}):\n{out[-4000:]}")
     return Proc(round(wall, 3), peak, proc.returncode, out, round(sum(cpu.values()), 1))
+
+
+def label(cmd: list[str]) -> str:
+    """A short name for a command: ``dagster asset materialize``, ``dagster_run.py``, ``python -c``."""
+    program = Path(cmd[0]).name
+    if program.startswith("python") and len(cmd) > 1:
+        return "python -c" if cmd[1] == "-c" else Path(cmd[1]).name
+    return " ".join([program, *cmd[1:3]])
 
 
 class Scenario:
@@ -556,13 +560,17 @@ def bench_latency(cfg: Config, server, paths) -> dict:
     script = _latency_script()
     log(f"5. latency: {cfg.drops} drops, the landing sensor launching every run")
     t = time.monotonic()
+    parts: list[dict] = []
     try:
-        drops = script.measure(server, paths, cfg.drops, 200, LATENCY_TIMEOUT)
+        drops = script.measure(server, paths, cfg.drops, 200, LATENCY_TIMEOUT, parts)
     finally:
         server.stop()
+    known = [p for p in parts if p]
     return {
         "ok": True, "drops_s": drops, "wall_s": round(time.monotonic() - t, 1),
         "p50_s": script.percentile(drops, 0.5), "p95_s": script.percentile(drops, 0.95), "tail": "",
+        "parts_median_s": {k: round(median([p[k] for p in known]), 2) for k in known[0]} if known else {},
+        "parts_drops": len(known),
     }  # fmt: skip
 
 
@@ -588,17 +596,18 @@ def missing_class_archive() -> Path | None:
 
 
 class History:
-    """Section 4 in one process (``dagster_run.py``, one JVM; see its ``prepare_and_measure``).
-    Its preparation runs alongside the bench's other preparation: one data root per history size,
-    each ingested by an unmeasured run, and section 1's framework root (``warm``: its history
-    ingested in this warm JVM rather than by a cold CLI run). The measured runs then wait until the
-    sections measured before them are done. They share a warm JVM on purpose: the cold start every
+    """Section 4 (``scaling``) and section 6's runs (``state``) in one process (``dagster_run.py``,
+    one JVM; see its ``prepare_and_measure``). Its preparation runs alongside the bench's other
+    preparation: one data root per history size, each ingested by an unmeasured run, section 1's
+    framework root (``warm``: its history ingested in this warm JVM rather than by a cold CLI run)
+    and section 6's runs. The measured runs then wait until the sections measured before them are
+    done. They share a warm JVM on purpose: the cold start every
     fresh process pays (section 1) is the same at every size and would only dilute what grows
     with the history."""
 
-    def __init__(self, cfg: Config, workdir: Path, warm: list[Scenario], state: bool):
+    def __init__(self, cfg: Config, workdir: Path, warm: list[Scenario], state: bool, scaling: bool = True):
         self.cfg = cfg
-        self.levels = sorted(cfg.levels)
+        self.levels = sorted(cfg.levels) if scaling else []
         self.warm = warm
         self.state_dir = Scenario(workdir, "state") if state else None
         self.gate = Gate()
@@ -636,7 +645,8 @@ class History:
 
     def start(self, pool: ThreadPoolExecutor) -> None:
         cfg = self.cfg
-        log(f"4. scaling: preparing data roots with {', '.join(f'{n:,}' for n in self.levels)} files ingested")
+        if self.levels:
+            log(f"4. scaling: preparing data roots with {', '.join(f'{n:,}' for n in self.levels)} files ingested")
         if self.elsewhere:
             self._largest = pool.submit(self._prepare_largest)
         cmd = [str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", EVENTS_CHAIN,
@@ -650,7 +660,9 @@ class History:
             log(f"6. state: {cfg.state_runs} runs of the stateful tables and their inputs, an hour of new data each")
             cmd += ["--state-dir", str(self.state_dir.dir), "--state-select", STATE_CHAIN,
                     "--state-runs", str(cfg.state_runs), "--state-du", ",".join(STATEFUL)]  # fmt: skip
-        self._proc = self._pool.submit(run, cmd, self.level_dirs[0].env, 5400, True, self.gate)
+        # Every root is opened by its folder; the environment only has to name one.
+        env = next(sc.env for sc in [*self.level_dirs, *self.warm, self.state_dir] if sc)
+        self._proc = self._pool.submit(run, cmd, env, 5400, True, self.gate)
 
     def wait_prepared(self) -> None:
         if self._largest:
@@ -710,16 +722,6 @@ class History:
 
 
 # -- 6: memory and state ----------------------------------------------------------------------
-
-
-def bench_state(cfg: Config, workdir: Path) -> dict:
-    sc = Scenario(workdir, "state")
-    # Every table, warm JVM after the first: about 1.5 CLI runs of the events chain each.
-    runs = cfg.state_runs
-    log(f"6. state: {runs} runs of the stateful tables and their inputs, an hour of new data each")
-    p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", STATE_CHAIN, "--runs", str(runs),
-             "--state-du", ",".join(STATEFUL), "--land-rows", str(cfg.small_rows), "--no-checks"], sc.env, timeout=2400)  # fmt: skip
-    return {"series": state_series(p.json()["runs"]), "peak_rss": p.peak_rss, "wall_s": p.wall_s}
 
 
 def state_series(runs: list[dict]) -> list[dict]:
@@ -812,25 +814,23 @@ def main(argv: list[str] | None = None) -> int:
     # longest chains first.
     log("preparing: state runs, history roots, warm-ups, the throughput batch and the latency server, side by side")
     pair = incremental_scenarios(cfg, workdir) if "1" in sections else None
-    history = History(cfg, workdir, [pair[0]] if pair else [], "6" in sections) if "4" in sections else None
+    history = (History(cfg, workdir, [pair[0]] if pair else [], "6" in sections, "4" in sections)
+               if {"4", "6"} & sections else None)  # fmt: skip
     try:
         # With the history process, ``args.parallel`` processes at a time on 2 cores.
         with ThreadPoolExecutor(max(1, args.parallel - (1 if history else 0))) as pool:
             if history:
                 history.start(pool)
-            if not history and missing_class_archive():
+            if not (history and history.elsewhere) and missing_class_archive():
                 from lakehouse_assets.lib.class_archive import build
 
                 pool.submit(build)
             dev = pool.submit(latency_server, workdir) if "5" in sections else None
-            # Section 6's runs go to the history process when there is one (a warm JVM).
-            state = pool.submit(record, "state", lambda: bench_state(cfg, workdir)) if "6" in sections and not history else None
             # Section 1's framework root is ingested by the history process (or, without it, a CLI run).
             warm_ups = ([] if history else [pool.submit(pair[0].dagster_cli)]) + [pool.submit(pair[1].plain)] if pair else []
             batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
             prepare_t = time.monotonic()
-            named = [("section 5's server", dev), ("section 6's runs", state),
-                     ("section 3's batch", batch)] + [("section 1's warm-up", w) for w in warm_ups]  # fmt: skip
+            named = [("section 5's server", dev), ("section 3's batch", batch)] + [("section 1's warm-up", w) for w in warm_ups]  # fmt: skip
             named = [(n, f) for n, f in named if f]
             for name, f in named:
                 f.add_done_callback(lambda _, name=name: log(f"prepared: {name}"))
@@ -843,7 +843,7 @@ def main(argv: list[str] | None = None) -> int:
             if history:
                 try:
                     history.wait_prepared()
-                    log("prepared: section 4's data roots and section 1's framework root (history process)")
+                    log("prepared: the history process (section 4's data roots, section 1's framework root, section 6's runs)")
                 except Exception as error:  # noqa: BLE001 - reported by the sections that need it
                     log(f"preparation failed: {error}")
                     prepared = error
@@ -873,8 +873,14 @@ def main(argv: list[str] | None = None) -> int:
             record("incremental", lambda: bench_incremental(cfg, *pair))
         elif pair:
             results["incremental"] = {"error": f"warm-up failed: {failed}"}
-        if history:
-            record("scaling", lambda: history.measure() if prepared is None else _raise(prepared))
+        if history and history.levels:
+
+            def scaling() -> dict:
+                if prepared is not None:
+                    raise prepared
+                return history.measure()
+
+            record("scaling", scaling)
         if batch:
             record("throughput", lambda: bench_throughput(cfg, workdir, batch.result()))
     finally:

@@ -6,6 +6,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -46,10 +47,21 @@ class Harness:
         self.folder.mkdir(parents=True)
         self.instance = dg.DagsterInstance.ephemeral()
         self.clock = Clock()
+        self.slept: list[float] = []
+        self.during_sleep: Callable[[], None] | None = None
         readers = landing_sources(TABLES)["events"]
-        self.sensor = build_landing_sensor("events", readers, INGEST_JOBS["events"], settings, clock=self.clock)
+        self.sensor = build_landing_sensor(
+            "events", readers, INGEST_JOBS["events"], settings, clock=self.clock, sleep=self.sleep
+        )
         self.cursor: str | None = None
         self.requests: list[dg.RunRequest] = []
+
+    def sleep(self, seconds: float) -> None:
+        """A tick's wait for a settling folder, on the harness's clock (no real sleep)."""
+        self.slept.append(seconds)
+        self.clock.offset += seconds
+        if self.during_sleep:
+            self.during_sleep()
 
     def tick(self, cursor: str | None = ..., advance: bool = True):  # type: ignore[assignment]
         context = dg.build_sensor_context(
@@ -210,6 +222,32 @@ def test_a_burst_gives_one_run(tmp_path: Path) -> None:
     result = harness.tick()
     assert isinstance(result, dg.RunRequest) and new_files(result) == 5
     assert isinstance(harness.tick(), dg.SkipReason)
+
+
+def test_a_file_that_settles_within_the_tick_is_run_without_waiting_for_the_next_pass(tmp_path: Path) -> None:
+    harness = Harness(tmp_path / "lakehouse", SensorSettings(settle_s=1.0, settle_wait_s=1.0))
+    harness.land("just-landed.jsonl")
+    result = harness.tick()
+    assert isinstance(result, dg.RunRequest) and new_files(result) == 1
+    assert len(harness.slept) == 1 and 0 < harness.slept[0] <= 1.0
+
+
+def test_a_burst_still_landing_after_the_ticks_wait_is_left_to_the_next_pass(tmp_path: Path) -> None:
+    harness = Harness(tmp_path / "lakehouse", SensorSettings(settle_s=1.0, settle_wait_s=1.0))
+    harness.land("first.jsonl")
+
+    def another_lands() -> None:
+        harness.land("second.jsonl")
+        harness.clock.offset = 0.0  # it landed just now
+
+    harness.during_sleep = another_lands
+    settling = harness.tick()
+    assert isinstance(settling, dg.SkipReason) and "2 new file(s)" in settling.skip_message
+    assert len(harness.slept) == 1  # one wait per tick at most
+    harness.during_sleep = None
+    harness.clock.offset = 2.0
+    result = harness.tick()
+    assert isinstance(result, dg.RunRequest) and new_files(result) == 2
 
 
 def test_a_steady_trickle_is_not_starved_by_settling(tmp_path: Path) -> None:

@@ -142,7 +142,11 @@ def test_expectation_actions_split_rows(spark: SparkSession) -> None:
         expect("n_small", "n < 2"),
     ]
     flagged = with_expectation_flags(df, expectations)
-    assert expectation_counts(flagged, expectations) == {"__rows": 4, "s_present": 2, "n_positive": 2, "n_small": 1}
+    # Rows 2 and -2 fail s_present (quarantined); -1 fails only n_positive (dropped); -2 also
+    # fails n_positive but quarantine wins.
+    assert expectation_counts(flagged, expectations) == {
+        "__rows": 4, "__quarantined": 2, "__dropped": 1, "s_present": 2, "n_positive": 2, "n_small": 1,
+    }  # fmt: skip
     kept, quarantined, dropped = split_by_expectations(flagged, expectations)
     assert sorted(r["n"] for r in kept.collect()) == [1]
     assert {r["n"]: sorted(r["failed_expectations"]) for r in quarantined.collect()} == {

@@ -98,7 +98,55 @@ def warm_up(server, paths: LakehousePaths, rows: int, timeout: float) -> None:
         wait_for_gold(paths, -1, timeout)
 
 
-def measure(server, paths: LakehousePaths, drops: int, rows: int, timeout: float) -> list[float]:
+RUN_LOGS = """query Logs($runId: ID!) {
+  runOrError(runId: $runId) { ... on Run { creationTime } }
+  logsForRun(runId: $runId, limit: 2000) {
+    ... on EventConnection { events { __typename ... on MessageEvent { timestamp stepKey } } }
+  }
+}"""
+# Where a drop's time goes, in order; each part ends where the next begins.
+PARTS = ["sensor", "queue", "run_start", "bronze_events", "silver_events", "gold_until_commit"]
+
+
+def breakdown(server, arrived: float, committed: float, job: str = "ingest_events") -> dict[str, float] | None:
+    """Split one drop's latency along the run the sensor launched for it (the newest run of
+    ``job``): ``sensor`` (arrival to the run's creation: the daemon's next pass and the settle
+    time), ``queue`` (to the run's launch), ``run_start`` (a new run process: Python, Dagster and
+    the code location), each step on the way to gold (``<table>``: its query and metadata, then
+    ``<table>/checks``: its checks; the gaps between steps go to the step after), and
+    ``gold_until_commit``. None when the run or its events cannot be read."""
+    try:
+        run = next((r for r in server.runs(limit=5) if r["jobName"] == job), None)
+        data = server.graphql(RUN_LOGS, {"runId": run["runId"]}) if run else None
+    except Exception:  # noqa: BLE001 - the breakdown is a diagnosis; the latency stands without it
+        return None
+    if not data or "creationTime" not in (data.get("runOrError") or {}):
+        return None
+    events = [(e["__typename"], e.get("stepKey"), int(e["timestamp"]) / 1000)
+              for e in data["logsForRun"].get("events", []) if e.get("timestamp")]  # fmt: skip
+    first = lambda kind, step=None: next((t for k, s, t in events if k == kind and (step is None or s == step)), None)  # noqa: E731
+    created = data["runOrError"]["creationTime"]
+    starting, started = first("RunStartingEvent"), first("RunStartEvent")
+    if starting is None or started is None:
+        return None
+    parts = {"sensor": created - arrived, "queue": starting - created, "run_start": started - starting}
+    at = started
+    for step in ("bronze_events", "silver_events"):
+        success = first("ExecutionStepSuccessEvent", step)
+        materialized = [t for k, s, t in events if k == "MaterializationEvent" and s == step]
+        if success is None or not materialized:
+            return None
+        parts[step] = max(materialized) - at
+        parts[f"{step}/checks"] = success - max(materialized)
+        at = success
+    parts["gold_until_commit"] = committed - at
+    return {k: round(v, 2) for k, v in parts.items()}
+
+
+def measure(
+    server, paths: LakehousePaths, drops: int, rows: int, timeout: float, parts: list[dict] | None = None
+) -> list[float]:
+    """Latency of each of ``drops`` drops; ``parts`` (if given) gets each drop's :func:`breakdown`."""
     warm_up(server, paths, rows, timeout)
     latencies = []
     for i in range(drops):
@@ -109,6 +157,12 @@ def measure(server, paths: LakehousePaths, drops: int, rows: int, timeout: float
         latency = committed - arrived
         latencies.append(latency)
         print(f"drop {i + 1:2d}/{drops}: {landed.name} -> {GOLD} v{version} after {latency:6.1f}s", flush=True)
+        if parts is not None:
+            server.wait_idle(timeout)  # the run's events are complete
+            split = breakdown(server, arrived, committed)
+            parts.append(split or {})
+            if split:
+                print("         " + ", ".join(f"{k} {v:.1f}s" for k, v in split.items()), flush=True)
     return latencies
 
 
@@ -142,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"starting dagster dev on {started.url} (data root {paths.root}) ...", flush=True)
         started.start()
         server = started
+    parts: list[dict] = []
     try:
-        latencies = measure(server, paths, args.drops, args.rows, args.timeout)
+        latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts)
     finally:
         if started:
             started.stop()
@@ -155,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         f"p50 {p50:.1f}s, p95 {p95:.1f}s (min {min(latencies):.1f}s, max {max(latencies):.1f}s, "
         f"mean {statistics.fmean(latencies):.1f}s)"
     )
+    known = [p for p in parts if p]
+    if known:
+        print("median of each part: " + ", ".join(f"{k} {statistics.median(p[k] for p in known):.1f}s" for k in known[0]))
     return 0
 
 

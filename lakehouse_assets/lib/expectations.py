@@ -69,11 +69,32 @@ def with_expectation_flags(df: DataFrame, expectations: list[Expectation]) -> Da
     return flagged.withColumn(FAILED_EXPECTATIONS, failed)
 
 
+def _failed_any(expectations: list[Expectation], action: Action) -> Column:
+    result = F.lit(False)
+    for e in expectations:
+        if e.action == action:
+            result = result | ~F.col(_FLAG + e.name)
+    return result
+
+
+def _quarantined(expectations: list[Expectation]) -> Column:
+    return _failed_any(expectations, "quarantine")
+
+
+def _dropped(expectations: list[Expectation]) -> Column:
+    """Dropped: failing a ``drop`` expectation and no ``quarantine`` one (those are quarantined)."""
+    return _failed_any(expectations, "drop") & ~_quarantined(expectations)
+
+
 def expectation_counts(flagged: DataFrame, expectations: list[Expectation]) -> dict[str, int]:
-    """Rows failing each expectation, plus ``__rows`` (all rows), in one aggregation."""
-    aggs = [F.count(F.lit(1)).alias("__rows")] + [
-        F.sum(F.when(~F.col(_FLAG + e.name), 1).otherwise(0)).alias(e.name) for e in expectations
-    ]
+    """Rows failing each expectation, plus ``__rows`` (all rows), ``__quarantined`` and
+    ``__dropped`` (the rows :func:`split_by_expectations` routes there), in one aggregation:
+    no further pass over the rows is needed to know how many each output gets."""
+    aggs = [
+        F.count(F.lit(1)).alias("__rows"),
+        F.count_if(_quarantined(expectations)).alias("__quarantined"),
+        F.count_if(_dropped(expectations)).alias("__dropped"),
+    ] + [F.sum(F.when(~F.col(_FLAG + e.name), 1).otherwise(0)).alias(e.name) for e in expectations]
     row = flagged.agg(*aggs).first()
     return {k: int(row[k] or 0) for k in row.asDict()}
 
@@ -82,17 +103,10 @@ def split_by_expectations(
     flagged: DataFrame, expectations: list[Expectation]
 ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Split flagged rows into (kept, quarantined, dropped); helper columns are removed from kept."""
-    def failed_any(action: Action) -> Column:
-        cols = [~F.col(_FLAG + e.name) for e in expectations if e.action == action]
-        result = F.lit(False)
-        for c in cols:
-            result = result | c
-        return result
-
-    quarantined_cond = failed_any("quarantine")
-    dropped_cond = failed_any("drop") & ~quarantined_cond
+    quarantined_cond = _quarantined(expectations)
+    dropped_cond = _dropped(expectations)
     helpers = [_FLAG + e.name for e in expectations]
-    kept = flagged.where(~quarantined_cond & ~failed_any("drop")).drop(*helpers, FAILED_EXPECTATIONS)
+    kept = flagged.where(~quarantined_cond & ~_failed_any(expectations, "drop")).drop(*helpers, FAILED_EXPECTATIONS)
     quarantined = flagged.where(quarantined_cond).drop(*helpers)
     dropped = flagged.where(dropped_cond).drop(*helpers)
     return kept, quarantined, dropped

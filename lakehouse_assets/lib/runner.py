@@ -64,6 +64,17 @@ def sample_written(df: DataFrame, rows: int = 5) -> WrittenSample:
     return WrittenSample(df.schema, [r.asDict() for r in as_text.limit(rows).collect()])
 
 
+@dataclass(frozen=True)
+class ExpectationSplit:
+    """A micro-batch split by its expectations, with the row counts of each part."""
+
+    kept: DataFrame
+    quarantined: DataFrame
+    rows: int
+    quarantined_rows: int
+    kept_rows: int
+
+
 @dataclass
 class RunReport:
     """What one materialization of a streaming table did."""
@@ -425,18 +436,20 @@ class TableRunner:
             spark = batch.sparkSession
             flagged = with_expectation_flags(batch, expectations).persist()
             try:
-                kept, quarantined, rows = self._evaluate_expectations(table, flagged, report)
-                if rows == 0:
+                split = self._evaluate_expectations(table, flagged, report)
+                if split.rows == 0:
                     return
-                published = publish(kept)
-                written = table.sink.write(published, self._write(spark, table.name, app_id, batch_id))
+                published = publish(split.kept)
+                # The default publish only selects columns, so the kept rows are the rows to write.
+                known = split.kept_rows if table.publish is None else None
+                written = table.sink.write(published, self._write(spark, table.name, app_id, batch_id), known)
                 fault_point(table.name, "after_table_write")
                 if written:
                     report.written[table.name] = sample_written(published)
-                n_quarantined = self._write_quarantine(table, quarantined, batch, app_id, batch_id, report)
+                n_quarantined = self._write_quarantine(table, split, batch, app_id, batch_id, report)
                 fault_point(table.name, "after_batch_writes")
                 report.batches += 1
-                report.rows_read += rows
+                report.rows_read += split.rows
                 report.rows_written += written
                 report.rows_quarantined += n_quarantined
             finally:
@@ -492,38 +505,37 @@ class TableRunner:
         rows: count failures, fail the query, and append quarantined rows (idempotently)."""
         flagged = with_expectation_flags(table.transform(**{param: changes}), table.expectations).persist()
         try:
-            _, quarantined, _ = self._evaluate_expectations(table, flagged, report)
-            report.rows_quarantined += self._write_quarantine(table, quarantined, flagged, app_id, batch_id, report)
+            split = self._evaluate_expectations(table, flagged, report)
+            report.rows_quarantined += self._write_quarantine(table, split, flagged, app_id, batch_id, report)
         finally:
             flagged.unpersist()
 
     @staticmethod
     def _evaluate_expectations(
         table: StreamingTable, flagged: DataFrame, report: RunReport
-    ) -> tuple[DataFrame, DataFrame, int]:
+    ) -> ExpectationSplit:
         """Count each expectation's failures into the report, fail the query on a violated
-        ``fail`` expectation, and split the rows: (kept, quarantined, number of rows)."""
+        ``fail`` expectation, and split the rows (one pass over ``flagged``: the counts)."""
         expectations = table.expectations
         counts = expectation_counts(flagged, expectations)
-        rows = counts.pop("__rows")
+        rows, n_quarantined, n_dropped = counts.pop("__rows"), counts.pop("__quarantined"), counts.pop("__dropped")
         for e in expectations:
             if e.action == "fail" and counts[e.name]:
                 raise ExpectationFailed(
                     f"{table.name}: expectation {e.name} ({e.condition}) failed on "
                     f"{counts[e.name]} rows, e.g. {first_failure(flagged, e)}"
                 )
-        kept, quarantined, dropped = split_by_expectations(flagged, expectations)
-        if rows and any(e.action == "drop" for e in expectations):
-            report.rows_dropped += dropped.count()
+        kept, quarantined, _ = split_by_expectations(flagged, expectations)
+        report.rows_dropped += n_dropped
         report.expectation_rows += rows
         for name, failed in counts.items():
             report.expectation_failures[name] = report.expectation_failures.get(name, 0) + failed
-        return kept, quarantined, rows
+        return ExpectationSplit(kept, quarantined, rows, n_quarantined, rows - n_quarantined - n_dropped)
 
     def _write_quarantine(
         self,
         table: StreamingTable,
-        quarantined: DataFrame,
+        split: ExpectationSplit,
         source: DataFrame,
         app_id: str,
         batch_id: int,
@@ -534,8 +546,8 @@ class TableRunner:
         if q is None:
             return 0
         q_columns = self._quarantine_columns(table, source)
-        q_rows = quarantined.select(*q_columns, *([FAILED_EXPECTATIONS] if q.with_failures else []))
-        n_quarantined = q_rows.count()
+        q_rows = split.quarantined.select(*q_columns, *([FAILED_EXPECTATIONS] if q.with_failures else []))
+        n_quarantined = split.quarantined_rows
         if n_quarantined:
             append_batch(q_rows, self._write(source.sparkSession, q.table, f"{app_id}:quarantine", batch_id))
             report.written[q.table] = sample_written(q_rows)

@@ -81,7 +81,9 @@ class Sink:
     #: Recompute sinks receive the raw input changes and apply the transform themselves.
     recomputes = False
 
-    def write(self, batch: DataFrame, write: BatchWrite) -> int:
+    def write(self, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
+        """Write ``batch``; returns the rows written. ``rows``: the batch's row count when the
+        caller already knows it (saves a pass over the batch)."""
         raise NotImplementedError
 
 
@@ -89,9 +91,9 @@ class Sink:
 class AppendSink(Sink):
     """Append every row (bronze, sessions, attribution)."""
 
-    def write(self, batch: DataFrame, write: BatchWrite) -> int:
+    def write(self, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
         append_batch(batch, write)
-        return batch.count()
+        return batch.count() if rows is None else rows
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class MergeSink(Sink):
     when_matched: Literal["ignore", "update"] = "ignore"
     sequence_by: str | None = None
 
-    def write(self, batch: DataFrame, write: BatchWrite) -> int:
+    def write(self, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
         order = [self.sequence_by] if self.sequence_by else None
         if self.sequence_by:
             batch = batch.withColumn("__lh_seq", -F.col(self.sequence_by).cast("double"))

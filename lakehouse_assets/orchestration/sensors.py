@@ -5,10 +5,11 @@ A tick:
 1. lists the complete files of ``landing/<source>/`` that the bronze tables read (names
    starting with ``_`` or ``.`` are in progress and ignored) and compares them with the cursor
    (see :mod:`lakehouse_assets.orchestration.landing`: arrival = rename time, not mtime);
-2. skips, saying why, when nothing is new, when the newest file arrived less than
-   ``settle`` seconds ago (a burst still landing), or when a run of the source's job is queued
-   or going: that run, or the next one, drains every new file (``availableNow``), so a burst
-   of files gives one run, not one per file;
+2. skips, saying why, when nothing is new, when a run of the source's job is queued or going
+   (that run, or the next one, drains every new file: ``availableNow``), or when the newest
+   file arrived less than ``settle`` seconds ago (a burst still landing), so a burst of files
+   gives one run, not one per file. A folder that settles within ``settle_wait`` seconds is
+   waited for in the tick and listed again, rather than left to the daemon's next pass 5 s later;
 3. otherwise requests one run with a ``run_key`` naming the new files and moves the cursor.
 
 Files that land while a run is going are not in the cursor yet, so the first tick after the
@@ -20,7 +21,7 @@ launching a file twice.
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ import dagster as dg
 from lakehouse_assets.lib.assets import LakehouseResource
 from lakehouse_assets.lib.table import StreamingTable
 from lakehouse_assets.orchestration.jobs import SOURCE_TAG, landing_globs
-from lakehouse_assets.orchestration.landing import LandingCursor, evaluate, scan
+from lakehouse_assets.orchestration.landing import Evaluation, LandingCursor, evaluate, scan
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -54,12 +55,14 @@ class SensorSettings:
 
     The daemon evaluates sensors every 5 s at most; a minimum interval of 5 would skip every
     other pass (the last tick started a few milliseconds less than 5 s before), so the default
-    of 1 lets each pass tick."""
+    of 1 lets each pass tick. A tick that finds the folder settling waits up to ``settle_wait_s``
+    for it (a file found just after it landed would otherwise wait for the next pass)."""
 
     interval_s: int = 1
     settle_s: float = 1.0
     max_settle_s: float = 60.0
     grace_s: float = 600.0
+    settle_wait_s: float = 1.0
 
     @classmethod
     def from_env(cls) -> "SensorSettings":
@@ -68,7 +71,18 @@ class SensorSettings:
             settle_s=_env_float("LAKEHOUSE_SENSOR_SETTLE_SECONDS", cls.settle_s),
             max_settle_s=_env_float("LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS", cls.max_settle_s),
             grace_s=_env_float("LAKEHOUSE_SENSOR_GRACE_SECONDS", cls.grace_s),
+            settle_wait_s=_env_float("LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS", cls.settle_wait_s),
         )
+
+    def settling_for(self, new: Sequence, now: float) -> float:
+        """Seconds until the folder counts as settled (0: settled, or its oldest new file has
+        waited ``max_settle_s``), for new files sorted by arrival."""
+        if not new:
+            return 0.0
+        newest_age, oldest_age = now - new[-1].arrived_ns / 1e9, now - new[0].arrived_ns / 1e9
+        if newest_age < self.settle_s and oldest_age < self.max_settle_s:
+            return self.settle_s - max(0.0, newest_age)
+        return 0.0
 
 
 def sensor_name(source: str) -> str:
@@ -85,7 +99,8 @@ def build_landing_sensor(
     tables: Sequence[StreamingTable],
     job: "UnresolvedAssetJobDefinition",
     settings: SensorSettings | None = None,
-    clock=time.time,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dg.SensorDefinition:
     settings = settings or SensorSettings.from_env()
     globs = landing_globs(tables, source)
@@ -121,24 +136,32 @@ def build_landing_sensor(
             details = ", ".join(x for x in [seen, ignored] if x)
             return dg.SkipReason(f"No new files in {folder} ({details}).")
 
-        what = f"{len(result.new)} new file(s)" + (
-            f" and {result.unidentified} arriving before the cursor window" if result.unidentified else ""
-        )
+        def described(result: Evaluation) -> str:
+            return f"{len(result.new)} new file(s)" + (
+                f" and {result.unidentified} arriving before the cursor window" if result.unidentified else ""
+            )
+
+        what = described(result)
         run = _in_flight_run(context.instance, source)
         if run is not None:
             return dg.SkipReason(
                 f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status.value}. "
                 "It or the next run drains every new file, so the sensor waits for it to finish."
             )
-        if result.new:
-            newest_s = result.new[-1].arrived_ns / 1e9
-            oldest_s = result.new[0].arrived_ns / 1e9
-            now = clock()
-            if now - newest_s < settings.settle_s and now - oldest_s < settings.max_settle_s:
-                return dg.SkipReason(
-                    f"{what} waiting {settings.settle_s:g}s for the landing folder to settle "
-                    f"(newest arrived {max(0.0, now - newest_s):.1f}s ago), so a burst gives one run."
-                )
+        settling = settings.settling_for(result.new, clock())
+        if 0 < settling <= settings.settle_wait_s:
+            sleep(settling)
+            result = evaluate(scan(folder, globs).files, cursor, grace_ns)
+            if not result.has_work:  # the new files went away meanwhile
+                return dg.SkipReason(f"No new files in {folder} (the new ones were removed while settling).")
+            what = described(result)
+            settling = settings.settling_for(result.new, clock())
+        if settling > 0:
+            newest_age = clock() - result.new[-1].arrived_ns / 1e9
+            return dg.SkipReason(
+                f"{what} waiting {settings.settle_s:g}s for the landing folder to settle "
+                f"(newest arrived {max(0.0, newest_age):.1f}s ago), so a burst gives one run."
+            )
 
         context.update_cursor(result.next_cursor.dump())
         names = [f.name for f in result.new]
