@@ -155,7 +155,7 @@ def explanations(r: dict) -> list[str]:
             "`history()` 6 s, a first `count()` 9 s, against 0.8 s and 0.3 s warm), and the framework runs more "
             "kinds of job. Already done: the Delta version is read from the log listing (no job) and a table whose "
             "version did not move carries its metadata over, row counts come from the commits' row metrics, schema "
-            "and preview of an appended or merged table from the micro-batch it wrote (the table is not read back), "
+            "and preview from the rows the run wrote (no table is read back), "
             "and check samples are taken only when a check fails. What would close the rest: fold each table's checks "
             "into one Spark job over its changes and run the full-scan ones (`reconciles_with`) on a schedule; and "
             "the warm Spark server (`make dev` uses it for every run) for CLI runs too, which removes the cold-start "
@@ -166,11 +166,12 @@ def explanations(r: dict) -> list[str]:
         out.append(
             f"**3 missed ({tp['framework_rows_per_s'] / tp['plain_rows_per_s']:.2f}× plain Spark).** Both parse the "
             "same lines with the same expressions and write the same two Delta tables; the streaming query adds the "
-            "file source's planning (listing, the seen-files log), a per-batch count for each expectation and for "
-            "each output (three passes over the cached batch, for the run's metadata), and the streaming engine's "
-            "own bookkeeping. Closing it: take the counts from the Delta commit metrics instead of extra passes, "
-            "and split very large backfills into several micro-batches (`maxFilesPerTrigger`) so the cached batch "
-            "fits in memory."
+            "file source's planning (listing, the seen-files log), the cached micro-batch (the table and its "
+            "quarantine are two writes of one parse) with one counting pass that gives every figure of the run's "
+            "metadata, and the streaming engine's own bookkeeping. What would close it: counting during the writes "
+            "instead of in a pass of their own (`DataFrame.observe`; Delta's writer runs its own query execution, "
+            "so observed metrics come back empty today), and very large backfills split into several micro-batches "
+            "(`maxFilesPerTrigger`) so the cached batch fits in memory."
         )  # fmt: skip
     sc = r.get("scaling", {})
     if sc.get("levels") and sc["levels"][-1]["vs_first"] > 1.5:

@@ -474,6 +474,9 @@ class TableRunner:
             rows = table.transform(**{param: df})
             return passing(rows) if expectations else rows
 
+        def keep_sample(rows: DataFrame) -> None:
+            report.written[table.name] = sample_written(rows)
+
         def handle(batch: DataFrame, batch_id: int) -> None:
             spark = batch.sparkSession
             changes = batch.drop(*[c for c in CDF_COLUMNS if c in batch.columns]).persist()
@@ -488,6 +491,7 @@ class TableRunner:
                     lambda: spark.read.format("delta").load(input_path),
                     transform,
                     self._write(spark, table.name, app_id, batch_id),
+                    on_written=keep_sample,
                 )
                 fault_point(table.name, "after_table_write")
                 report.batches += 1

@@ -183,7 +183,11 @@ class RecomputeSink(Sink):
         read_input: Callable[[], DataFrame],
         transform: Callable[[DataFrame], DataFrame],
         write: BatchWrite,
+        on_written: Callable[[DataFrame], None] | None = None,
     ) -> int:
+        """Recompute the touched keys' rows and MERGE them in; returns the rows inserted, updated
+        or deleted. ``on_written`` gets the recomputed rows (cached) after the MERGE: the run's
+        metadata previews them instead of reading the table back."""
         # Literal values (as text, so any type round-trips) let Delta prune partitions/files.
         scope_values = [r[0] for r in changes.select(F.col(self.scope).cast("string")).distinct().collect()]
         if not scope_values:
@@ -199,8 +203,18 @@ class RecomputeSink(Sink):
             scope = changes.select(self.scope).distinct()
             subset = current.join(F.broadcast(scope), current[self.scope].eqNullSafe(scope[self.scope]), "left_semi")
         touched = transform(changes).select(*self.keys).distinct()
-        new_rows = self.output(transform(subset)).join(touched, self.keys, "left_semi")
-        return replace_rows_for_keys(new_rows, touched, self.keys, self.merge_on or self.keys, write)
+        # Computed once: the MERGE may scan its source twice (Delta materializes only sources it
+        # considers non-deterministic), and ``on_written`` samples it.
+        recomputed = self.output(transform(subset))
+        # (a join on column names puts the keys first: back to the table's column order)
+        new_rows = recomputed.join(touched, self.keys, "left_semi").select(*recomputed.columns).persist()
+        try:
+            written = replace_rows_for_keys(new_rows, touched, self.keys, self.merge_on or self.keys, write)
+            if on_written:
+                on_written(new_rows)
+            return written
+        finally:
+            new_rows.unpersist()
 
 
 def merge(keys: list[str], when_matched: Literal["ignore", "update"] = "ignore", sequence_by: str | None = None) -> MergeSink:
