@@ -203,12 +203,12 @@ def explanations(r: dict) -> list[str]:
 
 
 LATENCY_PARTS = {
-    "sensor": "landing → run requested (the sensor daemon's next pass, every 5 s, and the 1 s settle time)",
+    "sensor": "landing → run requested (the sensor daemon's next pass, every 5 s, and what is left of the 1 s settle time)",
     "queue": "run requested → launched (the queue, checked every second)",
     "run_start": "run launched → started (a new run process: Python, Dagster, the code location)",
-    "bronze_events": "bronze_events: query and metadata (in the warm Spark server)",
+    "bronze_events": "bronze_events: step start, query and metadata (in the warm Spark server)",
     "bronze_events/checks": "bronze_events: its asset checks (blocking: they run before silver)",
-    "silver_events": "silver_events: query and metadata",
+    "silver_events": "silver_events: step start, query and metadata",
     "silver_events/checks": "silver_events: its asset checks",
     "gold_until_commit": "gold_hourly_revenue: step start → Delta commit",
 }
