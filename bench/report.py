@@ -282,7 +282,8 @@ def quote_in_readme(r: dict, readme: Path) -> bool:
     if README_START not in text or README_END not in text:
         return False
     m = r["machine"]
-    sections = ", ".join(f"{k} {v / 60:.1f}" for k, v in r.get("section_s", {}).items())
+    # (a section whose figures come from the preparation, such as 6, takes no time of its own)
+    sections = ", ".join(f"{k} {v / 60:.1f}" for k, v in r.get("section_s", {}).items() if v >= 3)
     block = "\n".join([
         README_START,
         f"From one `make bench` on {r['started']} ({m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; "
