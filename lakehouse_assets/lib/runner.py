@@ -475,7 +475,9 @@ class TableRunner:
             return passing(rows) if expectations else rows
 
         def keep_sample(rows: DataFrame) -> None:
-            report.written[table.name] = sample_written(rows)
+            sample = sample_written(rows)
+            if sample.rows:  # (no rows recomputed: the metadata reads the table for its preview)
+                report.written[table.name] = sample
 
         def handle(batch: DataFrame, batch_id: int) -> None:
             spark = batch.sparkSession
