@@ -45,7 +45,7 @@ jars: $(STAMP)
 # The Spark driver's class archive (lakehouse_assets/lib/class_archive.py): one training run, once.
 # Not written (the JVM refused): runs work without it, and the next make tries again.
 $(CDS): $(STAMP) lakehouse_assets/lib/jars.py lakehouse_assets/lib/class_archive.py | jars
-	@$(BIN)/python -m lakehouse_assets.lib.class_archive && touch $@ || true
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.class_archive import build; sys.exit(build())' && touch $@ || true
 
 demo: setup
 	@$(BIN)/python -m lakehouse_assets.generate
