@@ -110,7 +110,6 @@ class Proc:
     peak_rss: int
     rc: int
     out: str
-    cpu_s: float = 0.0
 
     def json(self) -> dict:
         for line in reversed(self.out.splitlines()):
@@ -191,7 +190,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
     log(f"   ({label(cmd)}: {wall:.0f}s, {sum(cpu.values()):.0f} CPU-s)")
     if check and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])} failed (rc={proc.returncode}):\n{out[-4000:]}")
-    return Proc(round(wall, 3), peak, proc.returncode, out, round(sum(cpu.values()), 1))
+    return Proc(round(wall, 3), peak, proc.returncode, out)
 
 
 def label(cmd: list[str]) -> str:
@@ -565,12 +564,10 @@ def bench_latency(cfg: Config, server, paths) -> dict:
         drops = script.measure(server, paths, cfg.drops, 200, LATENCY_TIMEOUT, parts)
     finally:
         server.stop()
-    known = [p for p in parts if p]
     return {
         "ok": True, "drops_s": drops, "wall_s": round(time.monotonic() - t, 1),
         "p50_s": script.percentile(drops, 0.5), "p95_s": script.percentile(drops, 0.95), "tail": "",
-        "parts_median_s": {k: round(median([p[k] for p in known]), 2) for k in known[0]} if known else {},
-        "parts_drops": len(known),
+        "parts_median_s": script.median_parts(parts), "parts_drops": sum(1 for p in parts if p),
     }  # fmt: skip
 
 

@@ -104,10 +104,6 @@ RUN_LOGS = """query Logs($runId: ID!) {
     ... on EventConnection { events { __typename ... on MessageEvent { timestamp stepKey } } }
   }
 }"""
-# Where a drop's time goes, in order; each part ends where the next begins.
-PARTS = ["sensor", "queue", "run_start", "bronze_events", "silver_events", "gold_until_commit"]
-
-
 def breakdown(server, arrived: float, committed: float, job: str = "ingest_events") -> dict[str, float] | None:
     """Split one drop's latency along the run the sensor launched for it (the newest run of
     ``job``): ``sensor`` (arrival to the run's creation: the daemon's next pass and the settle
@@ -141,6 +137,12 @@ def breakdown(server, arrived: float, committed: float, job: str = "ingest_event
         at = success
     parts["gold_until_commit"] = committed - at
     return {k: round(v, 2) for k, v in parts.items()}
+
+
+def median_parts(parts: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each part over the drops whose :func:`breakdown` could be read."""
+    known = [p for p in parts if p]
+    return {k: round(statistics.median(p[k] for p in known), 2) for k in known[0]} if known else {}
 
 
 def measure(
@@ -210,9 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         f"p50 {p50:.1f}s, p95 {p95:.1f}s (min {min(latencies):.1f}s, max {max(latencies):.1f}s, "
         f"mean {statistics.fmean(latencies):.1f}s)"
     )
-    known = [p for p in parts if p]
-    if known:
-        print("median of each part: " + ", ".join(f"{k} {statistics.median(p[k] for p in known):.1f}s" for k in known[0]))
+    medians = median_parts(parts)
+    if medians:
+        print("median of each part: " + ", ".join(f"{k} {v:.1f}s" for k, v in medians.items()))
     return 0
 
 
