@@ -784,6 +784,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     sections = set(args.only.split(","))
     started = time.monotonic()
     results: dict = {
