@@ -13,13 +13,18 @@ PYTEST_ARGS ?=
 .PHONY: setup demo test dev land latency materialize clean-data help chaos
 
 help:
-	@echo "make demo   - land a sample batch, materialize every asset, print a summary"
-	@echo "make test   - run the test suite"
-	@echo "make dev    - start the Dagster UI and daemon on http://127.0.0.1:3000"
-	@echo "make land   - drop a new generated batch into the landing zone"
-	@echo "make latency - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
-	@echo "make setup  - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
-	@echo "make chaos  - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200') and tally lost/duplicated rows"
+	@echo "make demo        - land a sample batch, materialize every asset, print a summary"
+	@echo "make test        - run the test suite (PYTEST_ARGS='-m \"not slow\"' for the quick part)"
+	@echo "make dev         - start the Dagster UI and daemon on http://127.0.0.1:\$$DAGSTER_PORT (3000)"
+	@echo "make land        - drop a new generated batch into the landing zone"
+	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
+	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
+	@echo "make bench       - the benchmark suite (bench/results.md)"
+	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows"
+	@echo "make setup       - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
+	@echo "make clean-data  - delete the landing zone, tables, checkpoints and Dagster's local runs under data/"
+	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: this folder),"
+	@echo "           DAGSTER_PORT (3000), LAKEHOUSE_SPARK_PORT (15010); see docs/configuration.md"
 
 setup: $(STAMP) jars $(CDS)
 
@@ -28,24 +33,27 @@ $(STAMP): pyproject.toml
 	  echo "Setup stopped: Java is missing. Install a JDK 17 or newer (for example: apt-get install openjdk-17-jdk-headless) and run make again." >&2; exit 1; }
 	@command -v $(PYTHON) >/dev/null 2>&1 || { \
 	  echo "Setup stopped: $(PYTHON) is missing. Install Python 3.11 or run make PYTHON=/path/to/python3.11." >&2; exit 1; }
+	@mkdir -p .cache
+	@echo "setup: creating .venv and installing the Python packages (log: .cache/setup.log)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --quiet -e '.[test,bench]' || { \
-	  echo "Setup stopped: pip could not install the Python packages (see above); check the network or proxy and run make again." >&2; exit 1; }
+	@{ $(BIN)/python -m pip install --upgrade pip && $(BIN)/python -m pip install -e '.[test,bench]'; } > .cache/setup.log 2>&1 || { \
+	  tail -30 .cache/setup.log >&2; \
+	  echo "Setup stopped: pip could not install the Python packages (above, full log .cache/setup.log); check the network or proxy and run make again." >&2; exit 1; }
 	@grep -q DAGSTER_HOME $(BIN)/activate || \
 	  echo 'export DAGSTER_HOME="$${DAGSTER_HOME:-$(CURDIR)}"' >> $(BIN)/activate
 	@touch $(STAMP)
 
-# Delta's jars, in the per-user cache (lakehouse_assets/lib/jars.py): downloaded once per
+# Delta's jars, in the per-user cache (lakehouse_assets/lib/spark/jars.py): downloaded once per
 # machine, then found in a second.
 .PHONY: jars
 jars: $(STAMP)
-	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.jars import main; sys.exit(main())'
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.jars import main; sys.exit(main())'
 
-# The Spark driver's class archive (lakehouse_assets/lib/class_archive.py): one training run, once.
-# Not written (the JVM refused): runs work without it, and the next make tries again.
-$(CDS): $(STAMP) lakehouse_assets/lib/jars.py lakehouse_assets/lib/class_archive.py | jars
-	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.class_archive import build; sys.exit(build())' && touch $@ || true
+# The Spark driver's class archive (lakehouse_assets/lib/spark/class_archive.py): one training run
+# of the demo (lakehouse_assets/tools/archive_training.py), once. Not written (the JVM refused):
+# runs work without it, and the next make tries again.
+$(CDS): $(STAMP) lakehouse_assets/lib/spark/jars.py lakehouse_assets/lib/spark/class_archive.py | jars
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.class_archive import build; sys.exit(build("lakehouse_assets.tools.archive_training"))' && touch $@ || true
 
 demo: setup
 	@$(BIN)/python -m lakehouse_assets.generate
@@ -61,13 +69,13 @@ land: setup
 
 # Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
 # logs and cursors are kept in data/dagster (see dagster.yaml) and survive a restart.
-# Runs use a warm Spark session (lakehouse_assets/lib/warm_spark.py) on LAKEHOUSE_SPARK_PORT
+# Runs use a warm Spark session (lakehouse_assets/lib/orchestrate/warm_spark.py) on LAKEHOUSE_SPARK_PORT
 # (15010) unless WARM_SPARK=0: no JVM start per run, so files reach gold in seconds.
 dev: setup
 	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; \
 	if [ "$${WARM_SPARK:-1}" != 0 ]; then \
 	  port=$${LAKEHOUSE_SPARK_PORT:-15010}; \
-	  $(BIN)/python -m lakehouse_assets.lib.warm_spark --port $$port & server=$$!; \
+	  $(BIN)/python -m lakehouse_assets.lib.orchestrate.warm_spark --tables lakehouse_assets.defs --port $$port & server=$$!; \
 	  trap 'kill $$server 2>/dev/null; wait $$server 2>/dev/null' EXIT; \
 	  export LAKEHOUSE_SPARK_SERVER=http://127.0.0.1:$$port; \
 	fi; \
@@ -87,7 +95,7 @@ bench: $(STAMP) jars
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 chaos: setup
-	@$(BIN)/python -m lakehouse_assets_tests.chaos $(CHAOS_ARGS)
+	@$(BIN)/python scripts/chaos.py $(CHAOS_ARGS)
 
 test: setup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)

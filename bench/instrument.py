@@ -2,7 +2,7 @@
 
 Used in-process by ``bench/dagster_run.py`` and, through ``bench/trace/sitecustomize.py``, inside a
 real ``dagster asset materialize`` process (``LAKEHOUSE_BENCH_TRACE=<file>``): Spark session start,
-each table's ``TableRunner.run`` with its queries' ``StreamingQueryProgress.durationMs``, the
+each table's ``run_table`` with its queries' ``StreamingQueryProgress.durationMs``, the
 materialization metadata, each asset check, and the step and run times from Dagster's event log.
 """
 
@@ -15,10 +15,10 @@ from collections import defaultdict
 
 import dagster as dg
 
-import lakehouse_assets.lib.assets as lh_assets
-import lakehouse_assets.lib.execution as execution
-from lakehouse_assets.lib.runner import TableRunner
-from lakehouse_assets.lib.spark import SparkResource
+import lakehouse_assets.lib.engine.query as query_module
+import lakehouse_assets.lib.orchestrate.assets as lh_assets
+import lakehouse_assets.lib.orchestrate.execution as execution
+from lakehouse_assets.lib.spark.session import SparkResource
 
 TIMES: dict = defaultdict(lambda: defaultdict(float))
 PROGRESS: dict = defaultdict(list)
@@ -48,28 +48,27 @@ def instrument() -> None:
             SPARK["start_s"] = SPARK.get("start_s", 0.0) + time.monotonic() - t
 
     SparkResource._init_session = init_session
-    TableRunner.run = _timed("runner_s", TableRunner.run, lambda self, table, *a, **k: table.name)
-    original_await = TableRunner._await
+    # Metadata of the table and of its quarantine: attributed to the table whose step is running.
+    current = {"table": "?"}
+    timed_run = _timed("runner_s", execution.run_table, lambda spark, paths, table, *a, **k: table.name)
 
-    def await_(self, query, table, report):
+    def run_table(spark, paths, table, *args, **kwargs):
+        current["table"] = table.name
+        return timed_run(spark, paths, table, *args, **kwargs)
+
+    execution.run_table = run_table
+    original_await = query_module.await_query
+
+    def await_query(query, table, report, log):
         try:
-            return original_await(self, query, table, report)
+            return original_await(query, table, report, log)
         finally:
             for p in query.recentProgress:
                 PROGRESS[table.name].append(
                     {"batchId": p.batchId, "numInputRows": p.numInputRows, "durationMs": dict(p.durationMs)}
                 )
 
-    TableRunner._await = await_
-    # Metadata of the table and of its quarantine: attributed to the table whose step is running.
-    current = {"table": "?"}
-    original_run = TableRunner.run
-
-    def run(self, table, *args, **kwargs):
-        current["table"] = table.name
-        return original_run(self, table, *args, **kwargs)
-
-    TableRunner.run = run
+    query_module.await_query = await_query
     execution.table_metadata = _timed("metadata_s", execution.table_metadata, lambda *a, **k: current["table"])
     execution.evaluate_check = _timed("checks_s", execution.evaluate_check, lambda check, ctx: ctx.table)
     lh_assets._previous_metadata = _timed(  # noqa: SLF001

@@ -10,7 +10,7 @@ silver_events (typed, enriched, four expectations to a quarantine table, insert-
 are recomputed from the event_date partitions they live in and replaced in one MERGE). Every
 write is idempotent with Delta's txnAppId/txnVersion, as Delta's docs recommend for
 foreachBatch. Nothing from ``lakehouse_assets`` is imported (that would load Dagster); the Spark
-settings are the same small-machine settings as ``lakehouse_assets/lib/spark.py`` so the
+settings are the same small-machine settings as ``lakehouse_assets/lib/spark/session.py`` so the
 comparison measures the framework, not tuning. Jars come from the project's offline cache.
 
 Prints one JSON line of timings at the end (``BENCH_JSON {...}``).
@@ -27,7 +27,7 @@ from pathlib import Path
 STARTED = time.monotonic()
 
 from delta.tables import DeltaTable  # noqa: E402
-from lakehouse_assets.lib.jars import cached_jars  # noqa: E402
+from lakehouse_assets.lib.spark.jars import cached_jars  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 

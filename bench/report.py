@@ -342,7 +342,7 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             "--select bronze_events,…,gold_hourly_revenue` (the three tables and their quarantines, with their asset "
             "checks) and `python bench/plain_pipeline.py` (the same three availableNow queries, no checks, no metadata). "
             "The framework's Spark driver maps Spark's and Delta's classes from the class-data archive that `make setup` "
-            "builds (`lakehouse_assets/lib/class_archive.py`; `make bench` builds it during its preparation); the plain script, written as a user would write it, "
+            "builds (`lakehouse_assets/lib/spark/class_archive.py`; `make bench` builds it during its preparation); the plain script, written as a user would write it, "
             "loads them from the jars. The README's performance section gives the plain script's time with the same "
             "archive, for the like-for-like overhead.",
             "",
@@ -497,6 +497,8 @@ if __name__ == "__main__":
     import argparse
     import json
 
+    from bench.common import chart, write_results
+
     parser = argparse.ArgumentParser(description="Merge results.json files and write results.md")
     parser.add_argument("parts", nargs="+")
     parser.add_argument("--out", default=str(Path(__file__).parent))
@@ -504,9 +506,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     out = Path(args.out)
     merged = merge([json.loads(Path(p).read_text()) for p in args.parts], args.note)
-    (out / "results.json").write_text(json.dumps(merged, indent=1, default=str))
+    write_results(merged, out)
     if merged.get("scaling", {}).get("levels"):
-        from bench.run import chart
-
         chart(merged["scaling"], out / "history_scaling.png")
     write_report(merged, out / "results.md", merged["merge_note"])

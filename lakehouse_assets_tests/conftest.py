@@ -4,66 +4,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
-pytest.register_assert_rewrite("lakehouse_assets_tests.contract", "lakehouse_assets_tests.expected")
-from pyspark.sql import DataFrame, SparkSession
+pytest.register_assert_rewrite("lakehouse_assets_tests.support")
+from pyspark.sql import SparkSession
 
-from lakehouse_assets.definitions import build_definitions
-from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets.lib.spark import get_spark
+from lakehouse_assets.lib.spark.session import get_spark
+from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = get_spark()
     yield session
-
-
-@dataclass
-class Lakehouse:
-    """A data root with its Definitions, materialized in-process on the shared session."""
-
-    root: Path
-    spark: SparkSession
-    instance: dg.DagsterInstance
-
-    @property
-    def paths(self) -> LakehousePaths:
-        return LakehousePaths(str(self.root))
-
-    @property
-    def defs(self) -> dg.Definitions:
-        return build_definitions(self.paths)
-
-    def materialize(
-        self, selection: str = "*", run_config: dict | None = None, raise_on_error: bool = True
-    ) -> dg.ExecuteInProcessResult:
-        defs = self.defs
-        return dg.materialize(
-            assets=list(defs.assets or []),
-            resources=defs.resources,
-            instance=self.instance,
-            selection=selection,
-            run_config=run_config,
-            raise_on_error=raise_on_error,
-        )
-
-    def table(self, name: str) -> DataFrame:
-        return self.spark.read.format("delta").load(self.paths.table(name))
-
-    def landing(self, source: str) -> Path:
-        folder = self.root / "landing" / source
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
-
-
-def make_lakehouse(tmp_path: Path, spark: SparkSession) -> Lakehouse:
-    return Lakehouse(tmp_path / "lakehouse", spark, dg.DagsterInstance.ephemeral())
 
 
 @pytest.fixture

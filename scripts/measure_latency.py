@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
 from lakehouse_assets.lib.settings import LakehousePaths  # noqa: E402
-from lakehouse_assets.orchestration.devserver import DagsterDev, delta_versions  # noqa: E402
+from lakehouse_assets.tools.devserver import DagsterDev, delta_versions  # noqa: E402
 
 GOLD = "gold_hourly_revenue"
 

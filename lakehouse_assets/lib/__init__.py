@@ -1,43 +1,72 @@
-"""The reusable lakehouse framework: declarative streaming Delta tables as Dagster assets."""
+"""lakehouse_assets' framework: declarative streaming Delta tables as Dagster assets.
 
-from lakehouse_assets.lib.assets import LakehouseResource, StreamingTableConfig, build_table_assets
-from lakehouse_assets.lib.expectations import (
+Declare tables with :func:`streaming_table` in a package, collect them with
+:func:`collect_tables`, and build a code location with :func:`build_definitions`.
+"""
+
+from lakehouse_assets.lib.declare.cdc import auto_cdc, scd1_current, scd2_history
+from lakehouse_assets.lib.declare.checks import (
+    TableCheck,
+    landed_lines_conserved,
+    not_null,
+    quarantine_rate,
+    reconciles_with,
+    scd2_valid,
+    schema_unchanged,
+    unique,
+)
+from lakehouse_assets.lib.declare.expectations import (
     Expectation,
     expect,
     expect_or_drop,
     expect_or_fail,
     expect_or_quarantine,
 )
+from lakehouse_assets.lib.declare.inputs import change_feed, landing, static, stream
+from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
+from lakehouse_assets.lib.declare.registry import collect_tables
+from lakehouse_assets.lib.declare.sinks import append, merge, recompute
+from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable, streaming_table
+from lakehouse_assets.lib.orchestrate.assets import build_table_assets
+from lakehouse_assets.lib.orchestrate.definitions import build_definitions
+from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
 from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets.lib.sinks import append, merge, recompute
-from lakehouse_assets.lib.table import (
-    Quarantine,
-    StreamingTable,
-    change_feed,
-    landing,
-    static,
-    stream,
-    streaming_table,
-)
 
 __all__ = [
+    "IS_JSON_OBJECT",
+    "RESCUED",
     "Expectation",
     "LakehousePaths",
     "LakehouseResource",
     "Quarantine",
     "StreamingTable",
     "StreamingTableConfig",
+    "TableCheck",
     "append",
+    "auto_cdc",
+    "build_definitions",
     "build_table_assets",
     "change_feed",
+    "collect_tables",
     "expect",
     "expect_or_drop",
     "expect_or_fail",
     "expect_or_quarantine",
+    "landed_lines_conserved",
     "landing",
     "merge",
+    "non_blank_lines",
+    "not_null",
+    "parse_json_lines",
+    "quarantine_rate",
     "recompute",
+    "reconciles_with",
+    "scd1_current",
+    "scd2_history",
+    "scd2_valid",
+    "schema_unchanged",
     "static",
     "stream",
     "streaming_table",
+    "unique",
 ]

@@ -1,13 +1,17 @@
-"""Where the lakehouse lives: the data root and the paths derived from it.
+"""Every setting of the framework, read from the environment in this one module, at run time.
 
-Everything is configuration with an embedded default for one machine: ``LAKEHOUSE_ROOT`` may be
-a local path or a URI (``s3a://bucket/lakehouse``) so object storage can replace local disk.
+Nothing reads ``os.environ`` at import: callers ask :func:`current` when they need a value, so a
+changed environment (a test, a code-location reload) is seen by the next run. Each field names
+its variable; every one has an embedded default for one machine.
+
+``LAKEHOUSE_ROOT`` may be a local path or a URI (``s3a://bucket/lakehouse``).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +24,116 @@ def _normalize_root(root: str) -> str:
 
 
 @dataclass(frozen=True)
+class Settings:
+    """The framework's settings; the metadata of each field names its environment variable."""
+
+    root: str = str(REPO_ROOT / "data")
+    """``LAKEHOUSE_ROOT``: the data root (landing files, tables, checkpoints)."""
+    allowed_lateness: str = "1 hour"
+    """``LAKEHOUSE_ALLOWED_LATENESS``: how late event-time data may arrive before watermarked
+    queries drop it (a Spark interval such as ``2 hours``)."""
+    skip_idle_queries: bool = True
+    """``LAKEHOUSE_SKIP_IDLE_QUERIES``: ``0`` starts every query even when its input has no new
+    Delta version."""
+    jar_cache: str = ""
+    """``LAKEHOUSE_JAR_CACHE``: folder of Delta's jars (default: the per-user cache)."""
+    class_archive: bool = True
+    """``LAKEHOUSE_CLASS_ARCHIVE``: ``0`` starts local drivers without the class archive."""
+    class_archive_dump: str = ""
+    """``LAKEHOUSE_CLASS_ARCHIVE_DUMP``: write a class archive to this path when the driver exits."""
+    spark_server: str = ""
+    """``LAKEHOUSE_SPARK_SERVER``: URL of the warm Spark server that runs tables for steps."""
+    spark_port: int = 15010
+    """``LAKEHOUSE_SPARK_PORT``: port of the warm Spark server."""
+    sensor_interval_s: int = 1
+    """``LAKEHOUSE_SENSOR_INTERVAL_SECONDS``: minimum seconds between two ticks of a sensor."""
+    sensor_settle_s: float = 1.0
+    """``LAKEHOUSE_SENSOR_SETTLE_SECONDS``: a folder whose newest file is younger is settling."""
+    sensor_max_settle_s: float = 60.0
+    """``LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS``: a burst never delays its first file longer."""
+    sensor_grace_s: float = 600.0
+    """``LAKEHOUSE_SENSOR_GRACE_SECONDS``: how far back the cursor remembers file names."""
+    sensor_settle_wait_s: float = 1.0
+    """``LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS``: a tick waits this long for a settling folder."""
+    maintenance_cron: str = "0 3 * * *"
+    """``LAKEHOUSE_MAINTENANCE_CRON``: when every table's OPTIMIZE + VACUUM runs (UTC)."""
+    vacuum_retention_hours: int = 168
+    """``LAKEHOUSE_VACUUM_RETENTION_HOURS``: VACUUM retention of the nightly schedule."""
+    refresh_cron: str = "0 * * * *"
+    """``LAKEHOUSE_REFRESH_CRON``: the refresh_all safety net's schedule (off by default)."""
+    spark_master: str = "local[*]"
+    """``SPARK_MASTER``: the Spark master."""
+    spark_shuffle_partitions: str = "2"
+    """``SPARK_SHUFFLE_PARTITIONS``: shuffle width (and Delta's snapshot partitions)."""
+    spark_listing_parallelism: str = str(os.cpu_count() or 2)
+    """``SPARK_LISTING_PARALLELISM``: tasks that list files read by path (local masters)."""
+    spark_driver_java_options: str = ""
+    """``SPARK_DRIVER_JAVA_OPTIONS``: extra JVM flags of the driver."""
+    spark_driver_memory: str = "2g"
+    """``SPARK_DRIVER_MEMORY``: the driver's heap."""
+    spark_local_ip: str = "127.0.0.1"
+    """``SPARK_LOCAL_IP``: the address a local driver binds to."""
+    spark_log_level: str = "ERROR"
+    """``SPARK_LOG_LEVEL``: Spark's log level."""
+
+
+ENV_NAMES: dict[str, str] = {
+    "root": "LAKEHOUSE_ROOT",
+    "allowed_lateness": "LAKEHOUSE_ALLOWED_LATENESS",
+    "skip_idle_queries": "LAKEHOUSE_SKIP_IDLE_QUERIES",
+    "jar_cache": "LAKEHOUSE_JAR_CACHE",
+    "class_archive": "LAKEHOUSE_CLASS_ARCHIVE",
+    "class_archive_dump": "LAKEHOUSE_CLASS_ARCHIVE_DUMP",
+    "spark_server": "LAKEHOUSE_SPARK_SERVER",
+    "spark_port": "LAKEHOUSE_SPARK_PORT",
+    "sensor_interval_s": "LAKEHOUSE_SENSOR_INTERVAL_SECONDS",
+    "sensor_settle_s": "LAKEHOUSE_SENSOR_SETTLE_SECONDS",
+    "sensor_max_settle_s": "LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS",
+    "sensor_grace_s": "LAKEHOUSE_SENSOR_GRACE_SECONDS",
+    "sensor_settle_wait_s": "LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS",
+    "maintenance_cron": "LAKEHOUSE_MAINTENANCE_CRON",
+    "vacuum_retention_hours": "LAKEHOUSE_VACUUM_RETENTION_HOURS",
+    "refresh_cron": "LAKEHOUSE_REFRESH_CRON",
+    "spark_master": "SPARK_MASTER",
+    "spark_shuffle_partitions": "SPARK_SHUFFLE_PARTITIONS",
+    "spark_listing_parallelism": "SPARK_LISTING_PARALLELISM",
+    "spark_driver_java_options": "SPARK_DRIVER_JAVA_OPTIONS",
+    "spark_driver_memory": "SPARK_DRIVER_MEMORY",
+    "spark_local_ip": "SPARK_LOCAL_IP",
+    "spark_log_level": "SPARK_LOG_LEVEL",
+}
+
+
+def _parse(value: str, default: object) -> object:
+    if isinstance(default, bool):
+        return value.strip().lower() not in ("0", "false", "no", "off")
+    if isinstance(default, int):
+        return int(float(value))
+    if isinstance(default, float):
+        return float(value)
+    return value
+
+
+def current(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings now: each variable that is set and not empty overrides its default.
+    A value that does not parse raises one sentence naming the variable."""
+    environ = os.environ if environ is None else environ
+    defaults = Settings()
+    values: dict[str, object] = {}
+    for f in fields(Settings):
+        raw = environ.get(ENV_NAMES[f.name])
+        if not raw:
+            continue
+        try:
+            values[f.name] = _parse(raw, getattr(defaults, f.name))
+        except ValueError:
+            raise ValueError(f"{ENV_NAMES[f.name]}={raw!r} is not a valid {type(getattr(defaults, f.name)).__name__}") from None
+    if "root" in values:
+        values["root"] = _normalize_root(str(values["root"]))
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
 class LakehousePaths:
     """Paths of tables, checkpoints and landing folders under one data root."""
 
@@ -27,7 +141,7 @@ class LakehousePaths:
 
     @classmethod
     def from_env(cls) -> LakehousePaths:
-        return cls(_normalize_root(os.environ.get("LAKEHOUSE_ROOT") or str(REPO_ROOT / "data")))
+        return cls(current().root)
 
     @property
     def is_local(self) -> bool:
@@ -51,10 +165,3 @@ class LakehousePaths:
         if not self.is_local:
             raise ValueError(f"{uri} is not on the local filesystem")
         return Path(uri.removeprefix("file://").removeprefix("file:"))
-
-
-def allowed_lateness(default: str = "1 hour") -> str:
-    """How late event-time data may arrive before watermarked queries drop it: the
-    ``LAKEHOUSE_ALLOWED_LATENESS`` environment variable (a Spark interval such as ``2 hours``),
-    read when the pipeline's definitions are imported, else ``default``."""
-    return os.environ.get("LAKEHOUSE_ALLOWED_LATENESS") or default

@@ -6,9 +6,18 @@ from datetime import timedelta
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
-from lakehouse_assets.lib.checks import landed_lines_conserved, not_null
-from lakehouse_assets.lib.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
+from lakehouse_assets.lib import (
+    expect_or_quarantine,
+    IS_JSON_OBJECT,
+    landed_lines_conserved,
+    landing,
+    non_blank_lines,
+    not_null,
+    parse_json_lines,
+    Quarantine,
+    RESCUED,
+    streaming_table,
+)
 
 IMPRESSION_FIELDS = {"impression_id": "string", "ad_id": "string", "user_id": "string", "impression_time": "string"}
 CLICK_FIELDS = {"click_id": "string", "impression_id": "string", "click_time": "string"}

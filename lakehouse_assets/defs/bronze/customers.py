@@ -7,9 +7,14 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import Quarantine, expect_or_quarantine, landing, streaming_table
-from lakehouse_assets.lib.checks import not_null
-from lakehouse_assets.lib.parsing import RESCUED
+from lakehouse_assets.lib import (
+    expect_or_quarantine,
+    landing,
+    not_null,
+    Quarantine,
+    RESCUED,
+    streaming_table,
+)
 
 CUSTOMER_FIELDS = ["customer_id", "name", "email", "tier", "country", "op", "updated_at"]
 CORRUPT = "_corrupt_record"

@@ -8,12 +8,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.defs.silver.events import parse_event_time
-from lakehouse_assets.lib import streaming_table
-from lakehouse_assets.lib.checks import not_null, unique
-from lakehouse_assets.lib.settings import allowed_lateness
+from lakehouse_assets.lib import not_null, streaming_table, unique
+from lakehouse_assets.lib.settings import current
 
 ATTRIBUTION_WINDOW = "10 minutes"
-ALLOWED_LATENESS = allowed_lateness()  # LAKEHOUSE_ALLOWED_LATENESS, default 1 hour
 ATTRIBUTION_COLUMNS = [
     "impression_id", "ad_id", "user_id", "impression_time", "click_id", "click_time", "clicked",
 ]  # fmt: skip
@@ -28,14 +26,16 @@ def attribute_clicks(
     impressions: DataFrame,
     clicks: DataFrame,
     window: str = ATTRIBUTION_WINDOW,
-    lateness: str = ALLOWED_LATENESS,
+    lateness: str | None = None,
 ) -> DataFrame:
     """Each impression with its click, if one came within ``window`` of it (pure; stream or
     batch). Both sides are typed, watermarked and deduplicated within the watermark (the
     re-deliveries of the at-least-once feeds); rows without an id or a valid time are left out
     (they stay in bronze). The time-range condition lets Spark drop the join state once the
     watermark passes an impression's window; the session window after the join holds every
-    impression until then, so its row is final when written."""
+    impression until then, so its row is final when written. ``lateness``: default the
+    configured allowed lateness (``LAKEHOUSE_ALLOWED_LATENESS``, 1 hour), read when called."""
+    lateness = lateness or current().allowed_lateness
     imps = (
         impressions.select(
             "impression_id", "ad_id", "user_id", parse_event_time(F.col("impression_time")).alias("impression_time")

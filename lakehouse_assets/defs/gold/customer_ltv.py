@@ -7,8 +7,7 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import change_feed, recompute, streaming_table
-from lakehouse_assets.lib.checks import not_null, reconciles_with, unique
+from lakehouse_assets.lib import change_feed, not_null, recompute, reconciles_with, streaming_table, unique
 
 
 def customer_ltv(events: DataFrame) -> DataFrame:
@@ -27,10 +26,10 @@ def customer_ltv(events: DataFrame) -> DataFrame:
     group="gold",
     # The change data feed sees silver's inserts and, after a full refresh of silver, its deletes.
     # maxBytesPerTrigger splits a large backlog into several MERGEs of bounded size.
-    inputs={"silver_events": change_feed("silver_events", maxBytesPerTrigger="256m")},
+    inputs={"silver_events": change_feed("silver_events", options={"maxBytesPerTrigger": "256m"})},
     # Update semantics through MERGE: the users a micro-batch touches are recomputed from
     # silver_events (re-read filtered on user_id) and their rows replaced in one MERGE.
-    sink=recompute(keys=["user_id"], scope="user_id"),
+    sink=recompute(keys=["user_id"], reread_by="user_id"),
     checks=[
         unique("user_id"),
         not_null("user_id", "lifetime_revenue", "orders", "first_purchase_at", "last_purchase_at"),

@@ -7,8 +7,7 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import change_feed, recompute, streaming_table
-from lakehouse_assets.lib.checks import not_null, reconciles_with, unique
+from lakehouse_assets.lib import change_feed, not_null, recompute, reconciles_with, streaming_table, unique
 
 
 def hourly_revenue(events: DataFrame) -> DataFrame:
@@ -40,7 +39,7 @@ def hourly_revenue(events: DataFrame) -> DataFrame:
     inputs={"silver_events": change_feed("silver_events")},
     # The windows a micro-batch touches are recomputed from silver_events; event_date (silver's
     # partition column) bounds the re-read to the days of the new events.
-    sink=recompute(keys=["window_start", "category"], scope="event_date"),
+    sink=recompute(keys=["window_start", "category"], reread_by="event_date"),
     checks=[
         unique("window_start", "category"),
         not_null("window_start", "window_end", "category", "revenue", "orders", "buyers"),

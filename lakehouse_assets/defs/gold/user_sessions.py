@@ -7,13 +7,9 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import streaming_table
-from lakehouse_assets.lib.checks import not_null, unique
-from lakehouse_assets.lib.settings import allowed_lateness
-from lakehouse_assets.lib.table import stream
+from lakehouse_assets.lib import not_null, stream, streaming_table, unique
 
 SESSION_GAP = "30 minutes"
-ALLOWED_LATENESS = allowed_lateness()  # LAKEHOUSE_ALLOWED_LATENESS, default 1 hour
 
 
 def user_sessions(events: DataFrame, gap: str = SESSION_GAP) -> DataFrame:
@@ -54,7 +50,7 @@ def user_sessions(events: DataFrame, gap: str = SESSION_GAP) -> DataFrame:
     # state; skipChangeCommits ignores silver's non-append commits (a full refresh's deletes).
     inputs={
         "silver_events": stream(
-            "silver_events", watermark=("event_time", ALLOWED_LATENESS), skipChangeCommits="true"
+            "silver_events", watermark="event_time", options={"skipChangeCommits": "true"}
         )
     },
     # Append mode: a session is emitted once, when the watermark passes its end.

@@ -9,9 +9,14 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.defs.bronze.customers import BRONZE_CUSTOMERS_COLUMNS
 from lakehouse_assets.defs.silver.events import parse_event_time
-from lakehouse_assets.lib import Quarantine, expect_or_quarantine, streaming_table
-from lakehouse_assets.lib.cdc import auto_cdc
-from lakehouse_assets.lib.checks import not_null, scd2_valid
+from lakehouse_assets.lib import (
+    auto_cdc,
+    expect_or_quarantine,
+    not_null,
+    Quarantine,
+    scd2_valid,
+    streaming_table,
+)
 
 TRACKED = ["name", "email", "tier", "country"]
 OPS = ("upsert", "delete")

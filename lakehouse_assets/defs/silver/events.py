@@ -8,8 +8,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse_assets.defs.bronze.events import BRONZE_EVENTS_COLUMNS
-from lakehouse_assets.lib import Quarantine, expect_or_quarantine, merge, static, streaming_table
-from lakehouse_assets.lib.checks import not_null, unique
+from lakehouse_assets.lib import (
+    expect_or_quarantine,
+    merge,
+    not_null,
+    Quarantine,
+    static,
+    streaming_table,
+    unique,
+)
 
 EVENT_TYPES = ("page_view", "add_to_cart", "purchase")
 # ISO-8601 date and time, optional seconds/fraction, optional zone (Z or an offset; none = UTC).

@@ -1,0 +1,77 @@
+"""Section 5: landing-to-gold latency under ``dagster dev`` (``scripts/measure_latency.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+import psutil
+
+from bench.common import REPO, Config, log
+
+
+# -- 5: latency -------------------------------------------------------------------------------
+
+
+def _latency_script():
+    spec = importlib.util.spec_from_file_location("measure_latency", REPO / "scripts" / "measure_latency.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+LATENCY_TIMEOUT = float(os.environ.get("BENCH_LATENCY_TIMEOUT", "600"))
+
+
+def latency_server(workdir: Path) -> tuple:
+    """A temporary ``dagster dev`` with the warm Spark server, as ``make dev`` starts it, on its own
+    instance and data root, with a first file landed so every table exists (not measured)."""
+    from lakehouse_assets.lib.settings import LakehousePaths
+    from lakehouse_assets.tools.devserver import DagsterDev
+
+    paths = LakehousePaths(str(workdir / "latency" / "data"))
+    server = DagsterDev(root=paths.root, isolated=True, warm_spark=True)
+    log(f"5. latency: starting dagster dev on {server.url} (data root {paths.root})")
+    server.start()
+    try:
+        _latency_script().warm_up(server, paths, 200, LATENCY_TIMEOUT)
+    except BaseException:
+        server.stop()
+        raise
+    return server, paths
+
+
+def tree_cpu(server) -> float:
+    """CPU seconds used so far by ``dagster dev`` (webserver, daemon, code server, runs) and its
+    warm Spark server."""
+    total = 0.0
+    for top in (server.process, getattr(server, "warm_spark", None)):
+        if top is None:
+            continue
+        try:
+            tree = psutil.Process(top.pid)
+            for p in [tree, *tree.children(recursive=True)]:
+                times = p.cpu_times()
+                total += times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            pass
+    return round(total, 1)
+
+
+def bench_latency(cfg: Config, server, paths) -> dict:
+    """``scripts/measure_latency.py``'s drops against the server prepared by :func:`latency_server`."""
+    script = _latency_script()
+    log(f"5. latency: {cfg.drops} drops, the landing sensor launching every run")
+    t = time.monotonic()
+    parts: list[dict] = []
+    try:
+        drops = script.measure(server, paths, cfg.drops, 200, LATENCY_TIMEOUT, parts)
+    finally:
+        server.stop()
+    return {
+        "ok": True, "drops_s": drops, "wall_s": round(time.monotonic() - t, 1),
+        "p50_s": script.percentile(drops, 0.5), "p95_s": script.percentile(drops, 0.95), "tail": "",
+        "parts_median_s": script.median_parts(parts), "parts_drops": sum(1 for p in parts if p),
+    }  # fmt: skip

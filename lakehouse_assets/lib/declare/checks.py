@@ -1,0 +1,230 @@
+"""Asset checks declared next to a table, evaluated in the same step after each run.
+
+Expectations decide what happens to each row inside the stream; checks decide whether the
+table as a whole can be trusted. ``ERROR`` checks are blocking: when one fails, downstream
+assets of the run are skipped and ``dagster asset materialize`` exits non-zero.
+
+Most checks look only at what changed since the last checked materialization (Delta's change
+data feed between the two versions, which also catches commits made outside the pipeline);
+those that need the whole table say ``scope: full table`` in their metadata. A table still at
+the version of its last materialization has no changes: its changes-scoped checks pass without a Spark job;
+a full-table check that last passed at the current versions of every table it reads passes again
+without one (``reconciles_with``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import TYPE_CHECKING, Any, Literal
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakehouse_assets.lib.declare.parsing import BLANK
+
+if TYPE_CHECKING:  # the engine gives a check its context when it runs
+    from lakehouse_assets.lib.engine.check_context import CheckContext
+
+Severity = Literal["ERROR", "WARN"]
+Scope = Literal["changes", "full table"]
+SAMPLE = 5
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableCheck:
+    """A named check of one table: a function of a :class:`CheckContext`."""
+
+    name: str
+    description: str
+    evaluate: Callable[[CheckContext], CheckOutcome]
+    severity: Severity = "ERROR"
+    scope: Scope = "changes"
+
+
+def _plain(value: Any) -> Any:
+    """A metadata value as recorded by Dagster (``IntMetadataValue(3)``) or as written here (3)."""
+    return getattr(value, "value", value)
+
+
+def _sample(df: DataFrame, columns: list[str]) -> str:
+    as_text = df.select(*[F.col(c).cast("string") for c in columns]).limit(SAMPLE).collect()
+    return ", ".join(str(tuple(r)) if len(r) > 1 else str(r[0]) for r in as_text)
+
+
+def unique(*keys: str, severity: Severity = "ERROR") -> TableCheck:
+    """No two rows share ``keys`` (checked for the keys that changed)."""
+    cols = list(keys)
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        if ctx.unchanged():
+            return CheckOutcome(True, {"duplicate_keys": 0, "examples": "none"})
+        table, changed = ctx.read(), ctx.changes()
+        scoped = table if changed is None else table.join(changed.select(*cols).distinct(), cols, "left_semi")
+        duplicates = scoped.groupBy(*cols).count().where("count > 1")
+        n = duplicates.count()
+        return CheckOutcome(n == 0, {"duplicate_keys": n, "examples": _sample(duplicates, cols) if n else "none"})
+
+    return TableCheck(f"unique_{'_'.join(cols)}", f"One row per ({', '.join(cols)}).", evaluate, severity)
+
+
+def not_null(*columns: str, severity: Severity = "ERROR") -> TableCheck:
+    """Required columns hold no nulls (in the rows that changed)."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        if ctx.unchanged():
+            return CheckOutcome(True, {"null_counts": "none", "columns": ", ".join(columns)})
+        rows = ctx.changes()
+        rows = ctx.read() if rows is None else rows
+        counts = rows.agg(*[F.count_if(F.col(c).isNull()).alias(c) for c in columns]).first().asDict()
+        nulls = {c: int(n or 0) for c, n in counts.items() if n}
+        return CheckOutcome(not nulls, {"null_counts": nulls or "none", "columns": ", ".join(columns)})
+
+    return TableCheck("required_columns_not_null", f"No nulls in {', '.join(columns)}.", evaluate, severity)
+
+
+def scd2_valid(*keys: str, valid_from: str = "valid_from", valid_to: str = "valid_to",
+               is_current: str = "is_current") -> TableCheck:  # fmt: skip
+    """SCD2 history is consistent for the keys that changed: at most one current version,
+    current means open-ended, and no two versions of a key overlap in time."""
+    cols = list(keys)
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        counts = {"keys_with_several_current": 0, "current_flag_mismatches": 0, "overlapping_versions": 0}
+        if ctx.unchanged():
+            return CheckOutcome(True, {**counts, "examples": "none"})
+        table, changed = ctx.read(), ctx.changes()
+        scoped = table if changed is None else table.join(changed.select(*cols).distinct(), cols, "left_semi")
+        current = scoped.where(F.col(is_current)).groupBy(*cols).count().where("count > 1")
+        inconsistent = scoped.where(F.col(is_current) != F.col(valid_to).isNull())
+        ordered = Window.partitionBy(*cols).orderBy(valid_from)
+        overlapping = (
+            scoped.withColumn("__next_from", F.lead(valid_from).over(ordered))
+            .where(F.col("__next_from").isNotNull() & (F.col(valid_to).isNull() | (F.col(valid_to) > F.col("__next_from"))))
+        )  # fmt: skip
+        counts = {"keys_with_several_current": current.count(), "current_flag_mismatches": inconsistent.count(),
+                  "overlapping_versions": overlapping.count()}  # fmt: skip
+        failing = current.unionByName(overlapping.select(*cols).withColumn("count", F.lit(0)))
+        examples = _sample(failing, cols) if counts["keys_with_several_current"] or counts["overlapping_versions"] else ""
+        return CheckOutcome(not any(counts.values()), {**counts, "examples": examples or "none"})
+
+    return TableCheck("scd2_history_valid", "One current version per key and no overlapping validity.", evaluate)
+
+
+def quarantine_rate(max_share: float = 0.1) -> TableCheck:
+    """Warn when the run quarantined more than ``max_share`` of the rows it read."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        report = ctx.report
+        if report is None or report.rows_read == 0:
+            return CheckOutcome(True, {"rows_read": 0, "threshold": max_share})
+        share = (report.rows_quarantined + report.rows_dropped) / report.rows_read
+        return CheckOutcome(
+            share <= max_share,
+            {"quarantine_share": round(share, 4), "threshold": max_share,
+             "rows_quarantined": report.rows_quarantined, "rows_read": report.rows_read},
+        )  # fmt: skip
+
+    return TableCheck("quarantine_rate", f"At most {max_share:.0%} of a run's rows quarantined.", evaluate, "WARN")
+
+
+def schema_unchanged(severity: Severity = "ERROR") -> TableCheck:
+    """No column removed or retyped since the last materialization (added columns are fine)."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        before = ctx.previous_schema
+        if before is not None and ctx.unchanged():  # the version whose schema was recorded
+            return CheckOutcome(True, {"removed": "none", "retyped": "none", "added": "none"})
+        current = {f.name: f.dataType.simpleString() for f in ctx.read().schema.fields}
+        if before is None:
+            return CheckOutcome(True, {"columns": len(current), "compared_with": "nothing (first run)"})
+        removed = sorted(set(before) - set(current))
+        retyped = sorted(f"{c}: {before[c]} -> {current[c]}" for c in set(before) & set(current) if before[c] != current[c])
+        return CheckOutcome(
+            not removed and not retyped,
+            {"removed": ", ".join(removed) or "none", "retyped": ", ".join(retyped) or "none",
+             "added": ", ".join(sorted(set(current) - set(before))) or "none"},
+        )  # fmt: skip
+
+    return TableCheck("schema_unchanged", "No column removed or retyped since the last run.", evaluate, severity)
+
+
+def reconciles_with(
+    other: str, this_sql: dict[str, str], other_sql: dict[str, str], tolerance: float = 1e-6
+) -> TableCheck:
+    """Aggregates of this table equal aggregates of ``other`` (full scans of both)."""
+
+    name = f"reconciles_with_{other}"
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        ids = (ctx.table_id(), ctx.table_id(other))
+        # What was compared: the check's definition and both tables' identities and versions.
+        compared = {
+            "compared": hashlib.sha256(repr((other, this_sql, other_sql, tolerance, ids)).encode()).hexdigest()[:16],
+            "delta_version": ctx.version(), f"{other}_delta_version": ctx.version(other),
+        }  # fmt: skip
+        last = ctx.previous_outcomes.get(name)
+        if None not in ids and last and last.passed and all(_plain(last.metadata.get(k)) == v for k, v in compared.items()):
+            # The same tables at the same versions hold the same rows: the full scans would pass again.
+            return CheckOutcome(True, {**last.metadata, "evaluated": "carried over (neither table changed)"})
+        mine = ctx.read().agg(*[F.expr(e).alias(k) for k, e in this_sql.items()]).first().asDict()
+        theirs = ctx.read(other).agg(*[F.expr(e).alias(k) for k, e in other_sql.items()]).first().asDict()
+        metadata: dict[str, Any] = {"scope": "full table"}
+        passed = True
+        for key in this_sql:
+            a, b = float(mine[key] or 0), float(theirs[key] or 0)
+            metadata[f"{key}"] = a
+            metadata[f"{key}_in_{other}"] = b
+            passed &= math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
+        return CheckOutcome(passed, {**metadata, **compared, "evaluated": "full scan"})
+
+    return TableCheck(name, f"Totals equal those of {other}.", evaluate, "ERROR", "full table")
+
+
+def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | None = None) -> TableCheck:
+    """Every non-blank line of the files this run ingested is in the table or its quarantine."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        tables = [ctx.table] + ([quarantine] if quarantine else [])
+        sources = []  # the source file of every row changed in the table or its quarantine
+        for name in (t for t in tables if not ctx.unchanged(t)):
+            changed = ctx.changes(name, kinds=("insert", "update_preimage", "update_postimage", "delete"))
+            sources.append((ctx.read(name) if changed is None else changed).select(source_file))
+        touched = {r[0] for r in reduce(DataFrame.unionByName, sources).distinct().collect()} if sources else set()
+        if not touched:
+            return CheckOutcome(True, {"files_checked": 0})
+        files = sorted(touched)
+        lines = (
+            ctx.spark.read.text(files).where(~F.col("value").rlike(BLANK))
+            .groupBy(F.col("_metadata.file_path").alias("file")).count()
+        )  # fmt: skip
+        stored = None
+        for name in tables:
+            part = ctx.read(name).where(F.col(source_file).isin(files)).groupBy(F.col(source_file).alias("file")).count()
+            stored = part if stored is None else stored.unionByName(part)
+        assert stored is not None
+        stored = stored.groupBy("file").agg(F.sum("count").alias("stored"))
+        mismatched = lines.join(stored, "file", "full_outer").where(
+            "coalesce(count, 0) <> coalesce(stored, 0)"
+        )
+        n = mismatched.count()
+        return CheckOutcome(
+            n == 0,
+            {"files_checked": len(files), "files_mismatched": n,
+             "examples": _sample(mismatched.fillna(0, ["count", "stored"]), ["file", "count", "stored"]) if n else "none"},
+        )  # fmt: skip
+
+    return TableCheck(
+        "landed_lines_conserved",
+        "Non-blank lines of each ingested file = its rows here + in the quarantine.",
+        evaluate,
+    )

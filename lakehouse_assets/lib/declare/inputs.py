@@ -1,0 +1,104 @@
+"""What a streaming table reads: landing files, or an upstream Delta table read as a stream,
+a static snapshot or its change data feed. One constructor per kind, keyword options only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ReadMode = Literal["stream", "static", "change_feed"]
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """An event-time column and how late its rows may arrive; ``lateness`` None means the
+    configured allowed lateness (``LAKEHOUSE_ALLOWED_LATENESS``, 1 hour), read when a run starts."""
+
+    column: str
+    lateness: str | None = None
+
+
+@dataclass(frozen=True)
+class TableInput:
+    """An upstream Delta table read as a stream, a static snapshot, or its change data feed."""
+
+    table: str
+    mode: ReadMode = "stream"
+    options: dict[str, str] = field(default_factory=dict)
+    # For static reads: the DDL schema of an empty frame used while the table does not exist yet.
+    schema_if_missing: str | None = None
+    watermark: Watermark | None = None
+
+
+@dataclass(frozen=True)
+class LandingInput:
+    """Files producers drop into ``$LAKEHOUSE_ROOT/landing/<source>/``, read as lines or CSV.
+
+    Names starting with ``_`` or ``.`` are in-progress and skipped; ``.gz`` files are decompressed.
+    """
+
+    source: str
+    format: Literal["text", "csv"] = "text"
+    glob: str = "*"
+    options: dict[str, str] = field(default_factory=dict)
+    schema: str | None = None
+
+
+Input = TableInput | LandingInput
+
+
+def stream(
+    table: str,
+    *,
+    watermark: str | None = None,
+    lateness: str | None = None,
+    options: dict[str, str] | None = None,
+) -> TableInput:
+    """Read the Delta table ``table`` as a stream of its appended rows.
+
+    :param table: the upstream table's name.
+    :param watermark: the event-time column that bounds the state of stateful queries
+        (windows, sessions, joins, deduplication); None for stateless reads.
+    :param lateness: how late rows may arrive behind the latest event time seen (a Spark
+        interval); None: the configured allowed lateness, read at run time.
+    :param options: Delta streaming reader options, e.g. ``{"skipChangeCommits": "true"}``.
+    """
+    mark = Watermark(watermark, lateness) if watermark else None
+    return TableInput(table, "stream", dict(options or {}), watermark=mark)
+
+
+def static(table: str, *, schema_if_missing: str | None = None) -> TableInput:
+    """Read the Delta table ``table`` as a snapshot at the start of each micro-batch (a lookup).
+
+    :param table: the upstream table's name.
+    :param schema_if_missing: DDL schema of an empty frame used while the table does not exist.
+    """
+    return TableInput(table, "static", schema_if_missing=schema_if_missing)
+
+
+def change_feed(table: str, *, options: dict[str, str] | None = None) -> TableInput:
+    """Read the change data feed of the Delta table ``table`` (inserts, updates, deletes).
+
+    :param table: the upstream table's name (its change data feed is on: every framework table).
+    :param options: Delta reader options.
+    """
+    return TableInput(table, "change_feed", dict(options or {}))
+
+
+def landing(
+    source: str,
+    *,
+    format: Literal["text", "csv"] = "text",  # noqa: A002 - Spark's own word for it
+    glob: str = "*",
+    options: dict[str, str] | None = None,
+    schema: str | None = None,
+) -> LandingInput:
+    """Read the files landed in ``landing/<source>/``.
+
+    :param source: the landing folder's name.
+    :param format: ``text`` (one row per line, column ``value``) or ``csv``.
+    :param glob: which file names to read, e.g. ``*.{json,jsonl}``; ``.gz`` variants must match too.
+    :param options: Spark reader options (CSV header, encoding, ...).
+    :param schema: DDL schema (CSV).
+    """
+    return LandingInput(source, format, glob, dict(options or {}), schema)

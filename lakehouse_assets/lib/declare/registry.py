@@ -1,0 +1,37 @@
+"""Collecting the tables a package declares, as Dagster's ``load_defs`` collects definitions:
+every module under the package is imported and every :class:`StreamingTable` it defines at
+module level is taken, once, in module order."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+from lakehouse_assets.lib.declare.table import StreamingTable
+
+
+def _modules(package: ModuleType) -> list[ModuleType]:
+    found = [package]
+    for info in sorted(pkgutil.walk_packages(package.__path__, package.__name__ + "."), key=lambda i: i.name):
+        found.append(importlib.import_module(info.name))
+    return found
+
+
+def collect_tables(package: ModuleType | str) -> list[StreamingTable]:
+    """The streaming tables declared in ``package`` and its sub-modules.
+
+    :param package: a package or its dotted name (for example ``"my_project.defs"``).
+    :raises ValueError: two different tables declare the same name.
+    """
+    root = importlib.import_module(package) if isinstance(package, str) else package
+    tables: dict[str, StreamingTable] = {}
+    for module in _modules(root):
+        for value in vars(module).values():
+            if not isinstance(value, StreamingTable):
+                continue
+            seen = tables.get(value.name)
+            if seen is not None and seen is not value:
+                raise ValueError(f"two tables are named {value.name!r} in {root.__name__} (one in {module.__name__})")
+            tables.setdefault(value.name, value)
+    return list(tables.values())

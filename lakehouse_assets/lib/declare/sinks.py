@@ -1,0 +1,95 @@
+"""How a table's micro-batches are written: three write modes, declared here, carried out by
+the engine (:mod:`lakehouse_assets.lib.engine.writes` and :mod:`~lakehouse_assets.lib.engine.recompute`).
+
+- :func:`append`: every row of every micro-batch is appended (bronze, sessions, attribution).
+- :func:`merge`: upsert on keys (deduplication, latest-wins).
+- :func:`recompute`: exact incremental results for aggregations: the keys a micro-batch touches
+  are recomputed from the whole current input and replaced in one MERGE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import DataFrame
+
+
+class Sink:
+    """Base class of the write modes."""
+
+
+@dataclass(frozen=True)
+class AppendSink(Sink):
+    """Append every row."""
+
+
+@dataclass(frozen=True)
+class MergeSink(Sink):
+    """Upsert on ``keys``: ``ignore`` keeps the first row ever seen for a key (insert-only
+    deduplication); ``update`` overwrites it, or only with a newer ``sequence_by`` when given."""
+
+    keys: list[str]
+    when_matched: Literal["ignore", "update"] = "ignore"
+    sequence_by: str | None = None
+
+
+@dataclass(frozen=True)
+class RecomputeSink(Sink):
+    """Recompute the rows of the keys a micro-batch touches from the table's one streaming
+    input, read whole (bounded by ``reread_by``), and replace them in one MERGE."""
+
+    keys: list[str]
+    reread_by: str
+    merge_on: list[str] | None = None
+    finalize: Callable[[DataFrame], DataFrame] | None = None
+    max_literal_values: int = 5000
+
+    def output(self, rows: DataFrame) -> DataFrame:
+        return self.finalize(rows) if self.finalize else rows
+
+
+def append() -> AppendSink:
+    """Append every row of every micro-batch."""
+    return AppendSink()
+
+
+def merge(
+    keys: list[str], *, when_matched: Literal["ignore", "update"] = "ignore", sequence_by: str | None = None
+) -> MergeSink:
+    """Upsert each micro-batch on ``keys`` (one row per key within a batch, chosen
+    deterministically).
+
+    :param keys: the columns identifying a row.
+    :param when_matched: ``ignore`` keeps the row first written (insert-only deduplication);
+        ``update`` replaces it.
+    :param sequence_by: with ``update``, replace only with a row whose value here is greater.
+    """
+    return MergeSink(list(keys), when_matched, sequence_by)
+
+
+def recompute(
+    keys: list[str],
+    *,
+    reread_by: str,
+    merge_on: list[str] | None = None,
+    finalize: Callable[[DataFrame], DataFrame] | None = None,
+    max_literal_values: int = 5000,
+) -> RecomputeSink:
+    """Exact incremental results: for the keys a micro-batch touches, recompute the table's
+    rows from the current input table and replace them in one MERGE.
+
+    The table must read exactly one Delta table as a stream or change feed (the rows that are
+    re-read); other inputs are static lookups, passed to the function as they are.
+
+    :param keys: the output columns identifying the rows a change touches.
+    :param reread_by: an input column bounding the re-read: only input rows whose value occurs
+        among the micro-batch's changes are read again (a partition column such as
+        ``event_date`` keeps the re-read small).
+    :param merge_on: the columns matching stored rows (default: ``keys``).
+    :param finalize: turns the function's rows into the table's rows (e.g. SCD2 history).
+    :param max_literal_values: above this many distinct ``reread_by`` values the re-read uses a
+        join instead of a literal filter.
+    """
+    return RecomputeSink(list(keys), reread_by, merge_on, finalize, max_literal_values)

@@ -1,0 +1,187 @@
+"""Declaring streaming tables: a decorated pure function returning a DataFrame.
+
+    @streaming_table(group="silver", sink=merge(keys=["event_id"]), expectations=[...])
+    def silver_events(bronze_events: DataFrame) -> DataFrame:
+        return clean(bronze_events)
+
+Each parameter names an input: by default the upstream Delta table of that name, read as a
+stream. ``inputs=`` overrides that per parameter (a landing folder, a static read, a change feed).
+The framework supplies the checkpoint, the sink, expectations, metadata and the Dagster asset.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+from pyspark.sql import DataFrame
+
+from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, schema_unchanged
+from lakehouse_assets.lib.declare.expectations import Expectation
+from lakehouse_assets.lib.declare.inputs import Input, LandingInput, TableInput, stream
+from lakehouse_assets.lib.declare.sinks import AppendSink, RecomputeSink, Sink
+
+OutputMode = Literal["append", "update", "complete"]
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """Where rows failing ``quarantine`` expectations go.
+
+    :param table: the quarantine table's name.
+    :param columns: columns of the transform's output to keep (None: the table's columns).
+    :param with_failures: add ``failed_expectations``, the names each row failed.
+    :param max_share: the share of a run's rows quarantined above which ``quarantine_rate`` warns.
+    """
+
+    table: str
+    columns: list[str] | None = None
+    with_failures: bool = True
+    max_share: float = 0.1
+
+
+@dataclass(frozen=True)
+class StreamingTable:
+    """A declared streaming table; :func:`streaming_table` builds it from a function."""
+
+    name: str
+    transform: Callable[..., DataFrame]
+    group: str
+    inputs: dict[str, Input]
+    sink: Sink = field(default_factory=AppendSink)
+    expectations: list[Expectation] = field(default_factory=list)
+    quarantine: Quarantine | None = None
+    columns: list[str] | None = None
+    publish: Callable[[DataFrame], DataFrame] | None = None
+    partition_by: list[str] = field(default_factory=list)
+    table_properties: dict[str, str] = field(default_factory=dict)
+    output_mode: OutputMode = "append"
+    description: str | None = None
+    owners: list[str] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
+    freshness: timedelta | None = None
+    checks: list[TableCheck] = field(default_factory=list)
+    priority: int = 0
+
+    @property
+    def upstream_tables(self) -> list[str]:
+        return [i.table for i in self.inputs.values() if isinstance(i, TableInput)]
+
+    @property
+    def landing_sources(self) -> list[str]:
+        return [i.source for i in self.inputs.values() if isinstance(i, LandingInput)]
+
+    @property
+    def streaming_inputs(self) -> dict[str, Input]:
+        """The inputs read as streams (landing files, streams, change feeds): not static ones."""
+        return {p: i for p, i in self.inputs.items() if not (isinstance(i, TableInput) and i.mode == "static")}
+
+    @property
+    def outputs(self) -> list[str]:
+        return [self.name] + ([self.quarantine.table] if self.quarantine else [])
+
+    @property
+    def all_checks(self) -> list[TableCheck]:
+        """Declared checks plus those every table gets: schema and, with a quarantine, its rate."""
+        defaults = [schema_unchanged()]
+        if self.quarantine:
+            defaults.append(quarantine_rate(self.quarantine.max_share))
+        declared = {c.name for c in self.checks}
+        return self.checks + [c for c in defaults if c.name not in declared]
+
+    @property
+    def is_stateful(self) -> bool:
+        return any(isinstance(i, TableInput) and i.watermark for i in self.inputs.values())
+
+
+def _declared_inputs(fn: Callable[..., DataFrame], inputs: dict[str, Input] | None) -> dict[str, Input]:
+    params = list(inspect.signature(fn).parameters)
+    declared = dict(inputs or {})
+    unknown = set(declared) - set(params)
+    if unknown:
+        raise TypeError(f"{fn.__name__}: inputs {sorted(unknown)} are not parameters of the function")
+    return {p: declared.get(p) or stream(p) for p in params}
+
+
+def _check_recompute(name: str, sink: Sink, inputs: dict[str, Input]) -> None:
+    streams = [p for p, i in inputs.items() if not (isinstance(i, TableInput) and i.mode == "static")]
+    if isinstance(sink, RecomputeSink) and (len(streams) != 1 or not isinstance(inputs[streams[0]], TableInput)):
+        raise TypeError(
+            f"{name}: a recompute table reads exactly one Delta table as a stream or change feed "
+            f"(the rows it re-reads); its other inputs must be static(). Streaming inputs: {streams}"
+        )
+
+
+def streaming_table(
+    *,
+    group: str,
+    inputs: dict[str, Input] | None = None,
+    name: str | None = None,
+    sink: Sink | None = None,
+    expectations: list[Expectation] | None = None,
+    quarantine: Quarantine | None = None,
+    columns: list[str] | None = None,
+    publish: Callable[[DataFrame], DataFrame] | None = None,
+    partition_by: list[str] | None = None,
+    table_properties: dict[str, str] | None = None,
+    output_mode: OutputMode = "append",
+    description: str | None = None,
+    owners: list[str] | None = None,
+    tags: dict[str, str] | None = None,
+    freshness: timedelta | None = None,
+    checks: list[TableCheck] | None = None,
+    priority: int = 0,
+) -> Callable[[Callable[..., DataFrame]], StreamingTable]:
+    """Declare a streaming Delta table from a pure function of its input DataFrames.
+
+    :param group: the Dagster asset group (``bronze``, ``silver``, ``gold``).
+    :param inputs: per parameter of the function, what it reads; a parameter not listed reads
+        the upstream table of its own name as a stream.
+    :param name: the table's name (default: the function's name); also its asset key.
+    :param sink: how each micro-batch is written: ``append()`` (default), ``merge(...)`` or
+        ``recompute(...)``.
+    :param expectations: named row conditions with an action (warn, drop, quarantine, fail).
+    :param quarantine: where rows failing ``quarantine`` expectations go.
+    :param columns: the table's columns, in order (default: every column the function returns).
+    :param publish: turns the function's rows into the table's rows (default: select ``columns``).
+    :param partition_by: Delta partition columns.
+    :param table_properties: Delta table properties (change data feed is always on).
+    :param output_mode: the streaming output mode (``append`` for watermark-bound aggregations).
+    :param description: the asset's description (default: the function's docstring).
+    :param owners: the asset's owners (``team:...`` or e-mail addresses).
+    :param tags: the asset's tags.
+    :param freshness: the asset fails its freshness policy when not updated for this long.
+    :param checks: asset checks evaluated after each run (schema and quarantine rate are added).
+    :param priority: among steps of one run that are ready together, higher runs first.
+    """
+
+    def decorate(fn: Callable[..., DataFrame]) -> StreamingTable:
+        table_name = name or fn.__name__
+        declared = _declared_inputs(fn, inputs)
+        chosen_sink = sink or AppendSink()
+        _check_recompute(table_name, chosen_sink, declared)
+        return StreamingTable(
+            name=table_name,
+            transform=fn,
+            group=group,
+            inputs=declared,
+            sink=chosen_sink,
+            expectations=list(expectations or []),
+            quarantine=quarantine,
+            columns=columns,
+            publish=publish,
+            partition_by=list(partition_by or []),
+            table_properties=dict(table_properties or {}),
+            output_mode=output_mode,
+            description=description or inspect.getdoc(fn),
+            owners=list(owners or []),
+            tags=dict(tags or {}),
+            freshness=freshness,
+            checks=list(checks or []),
+            priority=priority,
+        )
+
+    return decorate

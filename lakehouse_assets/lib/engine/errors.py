@@ -1,0 +1,44 @@
+"""Errors meant for the user, and one-sentence messages from Spark's long ones."""
+
+from __future__ import annotations
+
+import re
+
+
+class LakehouseError(Exception):
+    """A failure with a message meant for the user (table name, cause, fix)."""
+
+
+def short_error(error: BaseException) -> str:
+    """The useful part of a streaming failure: our own message, else Spark's first lines."""
+    text = str(error)
+    if any(m in text for m in ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+                               "STREAMING_STATEFUL_OPERATOR_NOT_MATCH", "StateSchemaNotCompatible",
+                               "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION", "state schema")):  # fmt: skip
+        return (
+            "its stateful query no longer matches the state in its checkpoint (keys, aggregates or "
+            "operators changed); run a full refresh of this table (run config "
+            "full_refresh: true) to rebuild it from its inputs"
+        )
+    for marker in ("ExpectationFailed: ", "LakehouseError: "):
+        if marker in text:
+            return text.split(marker, 1)[1].splitlines()[0]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by:")]
+    unreadable = re.search(r"Encountered error while reading file (\S+?)\.?(\s|$)", text)
+    if unreadable:
+        cause = causes[-1] if causes else "unreadable"
+        return (
+            f"cannot read landed file {unreadable.group(1)} ({cause[:300]}); remove it or land a "
+            "fixed copy under a new name, then run again"
+        )
+    if "Traceback (most recent call last)" in text:
+        # A Python error inside a micro-batch: its last exception line says what went wrong.
+        raised = [ln for ln in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Failed)\b", ln)]
+        raised = [ln for ln in raised if not ln.startswith("py4j.protocol.Py4JJavaError")]
+        if raised:
+            return raised[-1][:1500]
+    head = lines[0] if lines else type(error).__name__
+    head = re.sub(r"^\[?[A-Z_]+\]?\s*Query \S+ \[id = [^\]]+, runId = [^\]]+\] terminated with exception:\s*", "", head)
+    message = head if not causes else f"{head} ({causes[-1]})"
+    return message[:1500]

@@ -1,0 +1,67 @@
+"""Deciding whether a run has work: a query over one Delta table whose checkpoint already points
+past the table's latest version would only read its checkpoint and find nothing."""
+
+from __future__ import annotations
+
+import json
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine import delta_log, storage
+from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
+from lakehouse_assets.lib.settings import LakehousePaths, current
+
+
+def idle_stream_input(offsets: list[str], committed: bool, latest_version: int | None, table_id: str | None) -> bool:
+    """Whether a checkpointed query over one Delta table (stream or change feed) has nothing to
+    read: its last batch committed, its offset points past the table's latest version
+    (``reservoirVersion`` V with ``index`` -1 means "next read starts at version V"), and the
+    table is the one the checkpoint read. Anything unexpected answers False: run the query."""
+    if not committed or latest_version is None or table_id is None or len(offsets) != 3:
+        return False
+    try:
+        offset = json.loads(offsets[2])
+    except ValueError:
+        return False
+    return (
+        isinstance(offset, dict)
+        and offset.get("reservoirId") == table_id
+        and offset.get("index") == -1
+        and offset.get("isStartingVersion") is False
+        and isinstance(offset.get("reservoirVersion"), int)
+        and latest_version < offset["reservoirVersion"]
+    )
+
+
+def idle_input(spark: SparkSession, paths: LakehousePaths, table: StreamingTable) -> str | None:
+    """The input of a table whose query would find nothing new, else None. Only for tables
+    that read exactly one Delta table as a stream or change feed (plus any static inputs),
+    keep no state, and whose outputs exist; everything else always runs its query."""
+    if not current().skip_idle_queries or table.is_stateful:
+        return None
+    if any(isinstance(i, LandingInput) for i in table.inputs.values()):
+        return None
+    streams = [i for i in table.streaming_inputs.values() if isinstance(i, TableInput)]
+    if len(streams) != 1:
+        return None
+    query = query_checkpoint(paths, table)
+    ids = [int(n) for n in storage.list_names(spark, f"{query}/offsets") if n.isdigit()]
+    if not ids:
+        return None
+    last = max(ids)
+    committed = storage.exists(spark, f"{query}/commits/{last}")
+    source = paths.table(streams[0].table)
+    latest = delta_log.delta_version(spark, source)
+    if not committed or latest is None:
+        return None
+    # From the logs, not through Delta: in a cold JVM Delta's first use of a table costs seconds.
+    if any(delta_log.delta_version(spark, paths.table(name)) is None for name in table.outputs):
+        return None
+    table_id = delta_log.delta_table_id(spark, source) or (
+        DeltaTable.forPath(spark, source).detail().select("id").first()[0]
+    )
+    offsets = (storage.read_text(spark, f"{query}/offsets/{last}") or "").strip().splitlines()
+    return streams[0].table if idle_stream_input(offsets, committed, latest, table_id) else None

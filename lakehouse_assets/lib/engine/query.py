@@ -1,0 +1,68 @@
+"""The ``availableNow`` query: started from the table's checkpoint, awaited, its progress logged
+and counted into the run report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame
+
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine.errors import LakehouseError, short_error
+from lakehouse_assets.lib.engine.report import RunReport
+
+BatchHandler = Callable[[DataFrame, int], None]
+
+
+def run_query(
+    stream: DataFrame,
+    table: StreamingTable,
+    handler: BatchHandler,
+    checkpoint: str,
+    report: RunReport,
+    log: Callable[[str], None],
+) -> None:
+    """Drain everything new through ``handler`` (``foreachBatch``) and wait for the end."""
+    query = (
+        stream.writeStream.queryName(table.name)
+        .foreachBatch(handler)
+        .outputMode(table.output_mode)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", checkpoint)
+        .start()
+    )
+    await_query(query, table, report, log)
+
+
+def await_query(query: Any, table: StreamingTable, report: RunReport, log: Callable[[str], None]) -> None:
+    seen = -1
+
+    def log_progress() -> None:
+        nonlocal seen
+        for progress in query.recentProgress:
+            batch_id = progress.batchId
+            if batch_id <= seen:
+                continue
+            seen = batch_id
+            rows = progress.numInputRows
+            if rows == 0 and batch_id > 0 and not progress.stateOperators:
+                continue
+            duration = int(progress.durationMs.get("triggerExecution", 0))
+            report.batch_durations_ms.append(duration)
+            for op in progress.stateOperators or []:
+                report.late_rows_dropped += int(op.numRowsDroppedByWatermark or 0)
+                report.state_rows = int(op.numRowsTotal or 0)
+            log(
+                f"{table.name}: batch {batch_id}: {rows} rows in {duration} ms "
+                f"({progress.processedRowsPerSecond or 0:.0f} rows/s)"
+            )
+
+    try:
+        while not query.awaitTermination(1):
+            log_progress()
+    except StreamingQueryException as error:
+        raise LakehouseError(f"{table.name}: {short_error(error)}") from None
+    finally:
+        log_progress()

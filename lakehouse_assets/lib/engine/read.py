@@ -1,0 +1,95 @@
+"""Reading a table's inputs: landing folders and upstream Delta tables, as declared."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.settings import LakehousePaths, current
+
+Log = Callable[[str], None]
+
+
+def reject_outside_links(paths: LakehousePaths, landing_path: str, log: Log) -> None:
+    """Nothing outside the data root is read: a symbolic link in the landing zone that points
+    outside it is renamed to an ignored ``_rejected-`` name, and logged."""
+    if not paths.is_local:
+        return
+    root = paths.local_path(paths.root).resolve()
+    folder = paths.local_path(landing_path)
+    if not folder.exists():
+        return
+    links = [Path(d) / n for d, dirs, files in os.walk(folder) for n in dirs + files]
+    for entry in links:
+        if entry.is_symlink() and not entry.name.startswith(("_", ".")):
+            target = entry.resolve()
+            if root not in target.parents and target != root:
+                entry.rename(entry.with_name(f"_rejected-{entry.name}"))
+                log(f"rejected {entry}: a symbolic link to {target}, outside the data root")
+
+
+def read_landing(spark: SparkSession, paths: LakehousePaths, source: LandingInput, log: Log) -> DataFrame:
+    path = paths.landing(source.source)
+    storage.make_dirs(spark, path)
+    reject_outside_links(paths, path, log)
+    # A landed file removed after a failed batch planned it (say a corrupt gzip the user
+    # deleted) must not wedge the retry; complete files are immutable otherwise.
+    reader = (
+        spark.readStream.format(source.format)
+        .option("pathGlobFilter", source.glob)
+        .option("ignoreMissingFiles", "true")
+        # Spark skips files whose mtime is older than the newest seen minus maxFileAge
+        # (7 days by default): a file renamed into place with an old mtime would be lost.
+        .option("maxFileAge", "100000d")
+    )
+    if source.schema:
+        reader = reader.schema(source.schema)
+    df = reader.options(**source.options).load(path)
+    return df.select(
+        "*",
+        F.col("_metadata.file_path").alias("_source_file"),
+        F.current_timestamp().alias("_ingested_at"),
+    )
+
+
+def require_table(spark: SparkSession, paths: LakehousePaths, name: str, reader: str) -> str:
+    path = paths.table(name)
+    if not DeltaTable.isDeltaTable(spark, path):
+        raise LakehouseError(
+            f"{reader} reads {name}, which does not exist yet at {path}: "
+            f"materialize {name} first (for example --select '+{reader}')."
+        )
+    return path
+
+
+def read_table(spark: SparkSession, paths: LakehousePaths, source: TableInput, reader_name: str) -> DataFrame:
+    if source.mode == "static":
+        path = paths.table(source.table)
+        if source.schema_if_missing and not DeltaTable.isDeltaTable(spark, path):
+            return spark.createDataFrame([], source.schema_if_missing)
+        return spark.read.format("delta").load(require_table(spark, paths, source.table, reader_name))
+    path = require_table(spark, paths, source.table, reader_name)
+    reader = spark.readStream.format("delta").options(**source.options)
+    if source.mode == "change_feed":
+        reader = reader.option("readChangeFeed", "true")
+    df = reader.load(path)
+    if source.watermark:
+        df = df.withWatermark(source.watermark.column, source.watermark.lateness or current().allowed_lateness)
+    return df
+
+
+def read_inputs(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Log) -> dict[str, DataFrame]:
+    """Each parameter of the table's function and the DataFrame it reads."""
+    return {
+        param: read_landing(spark, paths, i, log) if isinstance(i, LandingInput) else read_table(spark, paths, i, table.name)
+        for param, i in table.inputs.items()
+    }

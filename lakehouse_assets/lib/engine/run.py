@@ -1,0 +1,74 @@
+"""One run of a streaming table, start to end: the writer lock, a full refresh when asked, the
+missing-checkpoint guard, the idle skip, then the ``availableNow`` query of the table's write
+strategy (per micro-batch, or recompute)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.lib.declare.sinks import RecomputeSink
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.batch import prepare_batches
+from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, guard_checkpoint, query_checkpoint
+from lakehouse_assets.lib.engine.idle import idle_input
+from lakehouse_assets.lib.engine.query import run_query
+from lakehouse_assets.lib.engine.read import read_inputs
+from lakehouse_assets.lib.engine.recompute import prepare_recompute
+from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.settings import LakehousePaths
+
+Log = Callable[[str], None]
+
+
+def run_table(
+    spark: SparkSession,
+    paths: LakehousePaths,
+    table: StreamingTable,
+    *,
+    full_refresh_first: bool = False,
+    log: Log | None = None,
+) -> RunReport:
+    """Run the table's query over everything new in its inputs; what it did.
+
+    :param spark: the session to run on.
+    :param paths: the data root.
+    :param table: the declared table.
+    :param full_refresh_first: reset the checkpoint and empty the outputs first.
+    :param log: where progress lines go.
+    """
+    say: Log = log or (lambda message: None)
+
+    def waiting(seconds: float | None = None) -> None:
+        if seconds is None:
+            say(f"{table.name}: another run is writing this table; waiting for it")
+        else:
+            say(f"{table.name}: waited {seconds:.1f}s for the other writer")
+
+    with storage.exclusive_lock(paths.lock_file(table.name), waiting):
+        if full_refresh_first:
+            full_refresh(spark, paths, table, say)
+        return _run(spark, paths, table, say)
+
+
+def _run(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Log) -> RunReport:
+    guard_checkpoint(spark, paths, table)
+    started = time.monotonic()
+    report = RunReport(table.name)
+    idle = idle_input(spark, paths, table)
+    if idle:
+        # Starting the query would only read the checkpoint and find no new version.
+        log(f"{table.name}: nothing new in {idle} since the last run; query not started")
+    else:
+        strategy = prepare_recompute if isinstance(table.sink, RecomputeSink) else prepare_batches
+        inputs = read_inputs(spark, paths, table, log)
+        prepared = strategy(spark, paths, table, inputs, report, app_id(spark, paths, table))
+        if prepared.quarantine_schema is not None and table.quarantine:
+            ensure_table(spark, paths, table.quarantine.table, prepared.quarantine_schema, table, main=False)
+        ensure_table(spark, paths, table.name, prepared.output_schema, table, main=True)
+        run_query(prepared.stream, table, prepared.handler, query_checkpoint(paths, table), report, log)
+    report.duration_s = round(time.monotonic() - started, 3)
+    return report

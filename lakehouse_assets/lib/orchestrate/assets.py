@@ -1,0 +1,179 @@
+"""Turning declared streaming tables into Dagster assets."""
+
+import inspect
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import dagster as dg
+from dagster_pyspark import LazyPySparkResource
+
+from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.orchestrate.execution import Materialized, TableEvent, TableRequest, table_events
+from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
+from lakehouse_assets.lib.orchestrate.warm_spark import ServerUnavailable, remote_table_events
+from lakehouse_assets.lib.settings import LakehousePaths, current
+
+KINDS = {"spark", "delta"}
+
+
+def _code_reference(table: StreamingTable) -> dg.CodeReferencesMetadataValue:
+    fn = inspect.unwrap(table.transform)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)  # code references are beta in Dagster 1.13
+        return dg.CodeReferencesMetadataValue(
+            code_references=[
+                dg.LocalFileCodeReference(
+                    file_path=inspect.getsourcefile(fn) or "",
+                    line_number=inspect.getsourcelines(fn)[1],
+                    label=table.name,
+                )
+            ]
+        )
+
+
+def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
+    deps = [dg.AssetKey(t) for t in table.upstream_tables]
+    common = dict(
+        group_name=table.group,
+        deps=deps,
+        kinds=KINDS,
+        owners=table.owners,
+        tags=table.tags,
+        freshness_policy=(
+            dg.FreshnessPolicy.time_window(fail_window=table.freshness) if table.freshness else None
+        ),
+    )
+    specs = [
+        dg.AssetSpec(
+            key=table.name,
+            description=table.description,
+            metadata={
+                "dagster/uri": paths.table(table.name),
+                "dagster/code_references": _code_reference(table),
+                "landing_sources": ", ".join(table.landing_sources) or "-",
+            },
+            **common,
+        )
+    ]
+    if table.quarantine:
+        specs.append(
+            dg.AssetSpec(
+                key=table.quarantine.table,
+                description=f"Rows of {table.name} that failed its expectations, with the names they failed.",
+                metadata={"dagster/uri": paths.table(table.quarantine.table)},
+                **common,
+            )
+        )
+    return specs
+
+
+def _check_specs(table: StreamingTable) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(
+            name=check.name,
+            asset=table.name,
+            description=f"{check.description} ({check.severity}; scope: {check.scope})",
+            blocking=check.severity == "ERROR",
+        )
+        for check in table.all_checks
+    ]
+
+
+def _previous_metadata(instance: dg.DagsterInstance, table: StreamingTable) -> dict[str, dict[str, Any]]:
+    """The metadata each output's last materialization recorded (empty when never materialized)."""
+    previous: dict[str, dict[str, Any]] = {}
+    for name in table.outputs:
+        event = instance.get_latest_materialization_event(dg.AssetKey(name))
+        previous[name] = dict(event.asset_materialization.metadata) if event and event.asset_materialization else {}
+    return previous
+
+
+def _previous_checks(instance: dg.DagsterInstance, table: StreamingTable, selected: frozenset[str]) -> dict[str, dict[str, Any]]:
+    """The last completed evaluation of each selected full-table check (its metadata says which
+    table versions it saw, so an unchanged pair need not be scanned again)."""
+    previous: dict[str, dict[str, Any]] = {}
+    for check in table.all_checks:
+        if check.scope != "full table" or check.name not in selected:
+            continue
+        key = dg.AssetCheckKey(dg.AssetKey(table.name), check.name)
+        # The newest record may be this run's own planned evaluation: take the newest completed one.
+        for record in instance.event_log_storage.get_asset_check_execution_history(key, limit=10):
+            evaluation = record.event.asset_check_evaluation if record.event else None
+            if evaluation is not None:
+                previous[check.name] = {"passed": evaluation.passed, "metadata": dict(evaluation.metadata)}
+                break
+    return previous
+
+
+def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcome) -> dg.AssetCheckResult:
+    severity = dg.AssetCheckSeverity.ERROR if check.severity == "ERROR" else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(
+        asset_key=table.name,
+        check_name=check.name,
+        passed=outcome.passed,
+        severity=severity,
+        metadata={"scope": check.scope, **outcome.metadata},
+    )
+
+
+def _events(
+    table: StreamingTable, request: TableRequest, spark: LazyPySparkResource, paths: LakehousePaths, log: Any
+) -> Iterator[TableEvent]:
+    """From the warm Spark server when one is configured and takes the step, else in this process."""
+    url = current().spark_server
+    if url:
+        try:
+            yield from remote_table_events(url, paths, request, log)
+            return
+        except ServerUnavailable as reason:
+            log(f"{table.name}: running in this process: {reason}")
+    yield from table_events(spark.spark_session, paths, table, request, log)
+
+
+def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.AssetsDefinition:
+    """One Dagster multi-asset per streaming table: the table and its quarantine table."""
+    checks_by_name = {c.name: c for c in table.all_checks}
+
+    @dg.multi_asset(
+        name=table.name,
+        specs=_specs(table, paths),
+        check_specs=_check_specs(table),
+        pool=f"lakehouse/{table.name}",
+        # Selecting either the table or its quarantine runs the one query that writes both.
+        can_subset=True,
+        description=table.description,
+        op_tags={"dagster/priority": str(table.priority)} if table.priority else None,
+    )
+    def _materialize(
+        context: dg.AssetExecutionContext,
+        config: StreamingTableConfig,
+        spark: LazyPySparkResource,
+        lakehouse: LakehouseResource,
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        checks = frozenset(key.name for key in context.selected_asset_check_keys)
+        fresh = config.full_refresh
+        request = TableRequest(
+            table=table.name,
+            assets=frozenset(key.to_user_string() for key in context.selected_asset_keys),
+            checks=checks,
+            full_refresh=fresh,
+            previous={} if fresh else _previous_metadata(context.instance, table),
+            previous_checks={} if fresh else _previous_checks(context.instance, table, checks),
+        )
+        try:
+            for event in _events(table, request, spark, lakehouse.paths, context.log.info):
+                if isinstance(event, Materialized):
+                    yield dg.MaterializeResult(asset_key=event.asset, metadata=event.metadata)
+                else:
+                    yield _check_result(table, checks_by_name[event.check], event.outcome)
+        except LakehouseError as error:
+            raise dg.Failure(description=str(error)) from None
+
+    return _materialize
+
+
+def build_table_assets(tables: Sequence[StreamingTable], paths: LakehousePaths) -> list[dg.AssetsDefinition]:
+    return [build_table_asset(t, paths) for t in tables]

@@ -1,0 +1,49 @@
+"""A whole code location from a list of tables: assets with their checks, an ingest job and a
+landing sensor per landing source, nightly maintenance, the refresh safety net, resources."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.orchestrate.assets import build_table_assets
+from lakehouse_assets.lib.orchestrate.jobs import build_ingest_jobs, build_refresh_job, landing_sources
+from lakehouse_assets.lib.orchestrate.maintenance import build_maintenance_jobs
+from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
+from lakehouse_assets.lib.orchestrate.schedules import build_maintenance_schedules, build_refresh_schedule
+from lakehouse_assets.lib.orchestrate.sensors import build_landing_sensor
+from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.spark.session import spark_resource
+
+
+def build_definitions(
+    tables: Sequence[StreamingTable],
+    paths: LakehousePaths | None = None,
+    *,
+    sensors: bool = True,
+    schedules: bool = True,
+) -> dg.Definitions:
+    """Dagster definitions for ``tables`` under one data root.
+
+    :param tables: the declared tables (for example ``collect_tables("my_pipeline.defs")``).
+    :param paths: the data root (default: ``LAKEHOUSE_ROOT``, read now).
+    :param sensors: add one landing sensor per landing source (and its ingest job).
+    :param schedules: add nightly maintenance and the refresh_all schedule (off by default).
+    """
+    paths = paths or LakehousePaths.from_env()
+    ingest = build_ingest_jobs(tables)
+    refresh = build_refresh_job()
+    maintenance = build_maintenance_jobs(tables)
+    return dg.Definitions(
+        assets=build_table_assets(tables, paths),
+        jobs=[*ingest.values(), refresh, *maintenance.values()],
+        sensors=[build_landing_sensor(s, readers, ingest[s]) for s, readers in landing_sources(tables).items()]
+        if sensors
+        else [],
+        schedules=[*build_maintenance_schedules(maintenance), build_refresh_schedule(refresh)] if schedules else [],
+        resources={"spark": spark_resource(), "lakehouse": LakehouseResource(root=paths.root)},
+        # One process per run, so every step shares one SparkSession (one JVM per run).
+        executor=dg.in_process_executor,
+    )

@@ -1,0 +1,112 @@
+"""One table's materialization as a stream of plain events, wherever its Spark session lives.
+
+The Dagster asset turns these events into ``MaterializeResult`` / ``AssetCheckResult``; the warm
+Spark server (:mod:`lakehouse_assets.lib.orchestrate.warm_spark`) runs the same function and sends the events
+over the wire. Nothing here knows about Dagster's context, so both paths are the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine.check_context import CheckContext
+from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.orchestrate.metadata import run_metadata, table_metadata
+from lakehouse_assets.lib.settings import LakehousePaths
+
+
+@dataclass(frozen=True)
+class Materialized:
+    asset: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Checked:
+    check: str
+    outcome: CheckOutcome
+
+
+TableEvent = Materialized | Checked
+
+
+@dataclass(frozen=True)
+class TableRequest:
+    """What one step asks of a table: which outputs and checks, and what the last run recorded."""
+
+    table: str
+    assets: frozenset[str]
+    checks: frozenset[str]
+    full_refresh: bool = False
+    # Metadata of each output's last materialization (empty on a full refresh or a first run).
+    previous: dict[str, dict[str, Any]] | None = None
+    # The last completed evaluation of each full-table check: {name: {"passed", "metadata"}}.
+    previous_checks: dict[str, dict[str, Any]] | None = None
+
+
+def _previous_state(
+    previous: dict[str, dict[str, Any]], table: StreamingTable
+) -> tuple[dict[str, int], dict[str, str] | None]:
+    """Delta versions and schema recorded by each output's last materialization."""
+    versions = {name: int(m["delta_version"].value) for name, m in previous.items() if "delta_version" in m}
+    own = previous.get(table.name, {})
+    schema = (
+        {c.name: c.type for c in own["dagster/column_schema"].value.columns}
+        if "dagster/column_schema" in own
+        else None
+    )
+    return versions, schema
+
+
+def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
+    try:
+        return check.evaluate(ctx)
+    except Exception as error:  # noqa: BLE001 - a check that cannot run fails, with the reason
+        return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
+
+
+def table_events(
+    session: SparkSession,
+    paths: LakehousePaths,
+    table: StreamingTable,
+    request: TableRequest,
+    log: Callable[[str], None],
+) -> Iterator[TableEvent]:
+    """Run the table's query, then yield its materializations and check outcomes.
+
+    On a :class:`LakehouseError` every selected check is reported failed with the cause, then
+    the error is raised again for the caller to fail the step with its message."""
+    checks = [c for c in table.all_checks if c.name in request.checks]
+    previous = request.previous or {}
+    versions, schema = _previous_state(previous, table)
+    try:
+        report: RunReport = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
+    except LakehouseError as error:
+        for check in checks:
+            yield Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"}))
+        raise
+    log(
+        f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
+        f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
+    )
+    if table.name in request.assets:
+        own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))
+        metadata = {**run_metadata(report), **own}
+        yield Materialized(table.name, metadata)
+    if table.quarantine and table.quarantine.table in request.assets:
+        name = table.quarantine.table
+        content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
+        metadata = {"rows_written": report.rows_quarantined, **content}
+        yield Materialized(name, metadata)
+    outcomes = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
+    context = CheckContext(session, paths, table.name, report, versions, schema, outcomes)
+    for check in checks:
+        yield Checked(check.name, evaluate_check(check, context))

@@ -1,0 +1,160 @@
+"""Nightly Delta maintenance per table: OPTIMIZE (compaction) and VACUUM with a safe retention.
+
+Frequent ``availableNow`` runs leave many small files; OPTIMIZE compacts them into few large
+ones (a ``dataChange=false`` commit, which streaming and change-feed readers skip), and VACUUM
+deletes files no version within the retention still references. Each table's maintenance op
+claims the table's pool ``lakehouse/<table>`` (and, on local roots, the same OS lock as the
+writer), so it never runs while a run writes that table.
+
+The op reports, per Delta table (the table and its quarantine table), the active files and
+bytes of the current version and the data files on storage, before and after, as an asset
+observation (plotted over time on the asset's page) and as the op's output metadata.
+"""
+
+import time
+from collections.abc import Sequence
+
+import dagster as dg
+from dagster_pyspark import LazyPySparkResource
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
+from lakehouse_assets.lib.settings import LakehousePaths
+
+MAINTENANCE_TAG = "lakehouse/maintenance"
+SAFE_RETENTION_HOURS = 168  # Delta's own default: 7 days
+
+
+class MaintenanceConfig(dg.Config):
+    """What the nightly maintenance does; the defaults are safe."""
+
+    optimize: bool = True
+    """Compact small files (Delta OPTIMIZE)."""
+    vacuum: bool = True
+    """Delete unreferenced files older than the retention (Delta VACUUM)."""
+    retention_hours: int = SAFE_RETENTION_HOURS
+    """VACUUM retention; below 168 hours (7 days) is refused: a reader or a time-travel query
+    older than the retention could lose files."""
+
+
+def storage_stats(spark: SparkSession, path: str) -> dict[str, int]:
+    """Active files/bytes of the current version, and all data files on storage."""
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").select("numFiles", "sizeInBytes").first()
+    jvm = spark._jvm  # noqa: SLF001 - Hadoop FS has no Python API
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+    files, size = 0, 0
+    it = fs.listFiles(hpath, True)
+    while it.hasNext():
+        status = it.next()
+        relative = str(status.getPath().toUri().getPath())
+        if "/_delta_log/" in relative or status.getPath().getName().endswith(".crc"):
+            continue
+        files += 1
+        size += int(status.getLen())
+    return {
+        "active_files": int(detail["numFiles"] or 0),
+        "active_bytes": int(detail["sizeInBytes"] or 0),
+        "stored_files": files,
+        "stored_bytes": size,
+    }
+
+
+def maintain_table(
+    spark: SparkSession, paths: LakehousePaths, name: str, config: MaintenanceConfig, log=print
+) -> dict[str, int | float] | None:
+    """OPTIMIZE and VACUUM one Delta table; the before/after figures, or None if it is missing."""
+    path = paths.table(name)
+    if not DeltaTable.isDeltaTable(spark, path):
+        log(f"{name}: no Delta table at {path} yet; nothing to maintain")
+        return None
+    started = time.monotonic()
+    before = storage_stats(spark, path)
+    table = DeltaTable.forPath(spark, path)
+    compacted: dict[str, int] = {"files_removed": 0, "files_added": 0}
+    if config.optimize:
+        metrics = table.optimize().executeCompaction().select("metrics.numFilesRemoved", "metrics.numFilesAdded").first()
+        compacted = {"files_removed": int(metrics[0] or 0), "files_added": int(metrics[1] or 0)}
+        log(f"{name}: OPTIMIZE compacted {compacted['files_removed']} files into {compacted['files_added']}")
+    if config.vacuum:
+        table.vacuum(float(config.retention_hours))
+        log(f"{name}: VACUUM with a retention of {config.retention_hours} hours")
+    after = storage_stats(spark, path)
+    log(f"{name}: {before['stored_files']} -> {after['stored_files']} files on storage")
+    return {
+        **{f"{k}_before": v for k, v in before.items()},
+        **{f"{k}_after": v for k, v in after.items()},
+        "optimize_files_removed": compacted["files_removed"],
+        "optimize_files_added": compacted["files_added"],
+        "retention_hours": config.retention_hours if config.vacuum else 0,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
+
+
+def maintenance_job_name(table: str) -> str:
+    return f"maintain_{table}"
+
+
+def build_maintenance_job(table: StreamingTable) -> dg.JobDefinition:
+    @dg.op(
+        name=f"optimize_vacuum_{table.name}",
+        pool=f"lakehouse/{table.name}",
+        description=f"OPTIMIZE and VACUUM {', '.join(table.outputs)}.",
+        tags={"kind": "delta"},
+    )
+    def _maintain(
+        context: dg.OpExecutionContext,
+        config: MaintenanceConfig,
+        spark: LazyPySparkResource,
+        lakehouse: LakehouseResource,
+    ):
+        if config.vacuum and config.retention_hours < SAFE_RETENTION_HOURS:
+            raise dg.Failure(
+                description=(
+                    f"retention_hours={config.retention_hours} is below the safe minimum of "
+                    f"{SAFE_RETENTION_HOURS} hours (7 days); VACUUM could delete files a reader still needs."
+                )
+            )
+        session = spark.spark_session
+        paths = lakehouse.paths
+        summary: dict[str, int | float] = {}
+
+        def waiting(seconds: float | None = None) -> None:
+            context.log.info(
+                f"{table.name}: waiting for the writer's lock" if seconds is None else f"waited {seconds:.1f}s for the lock"
+            )
+
+        with storage.exclusive_lock(paths.lock_file(table.name), waiting):
+            for name in table.outputs:
+                figures = maintain_table(session, paths, name, config, context.log.info)
+                if figures is None:
+                    continue
+                yield dg.AssetObservation(
+                    asset_key=name,
+                    metadata={f"maintenance/{k}": v for k, v in figures.items()},
+                    description=f"Nightly maintenance of {name}",
+                )
+                for key, value in figures.items():
+                    summary[f"{name}/{key}"] = value
+        yield dg.Output(None, metadata=summary)
+
+    @dg.job(
+        name=maintenance_job_name(table.name),
+        description=(
+            f"Delta maintenance of {', '.join(table.outputs)}: OPTIMIZE, then VACUUM keeping "
+            f"{SAFE_RETENTION_HOURS} hours (configurable, never less). Runs in the pool "
+            f"lakehouse/{table.name}, so never while the table is being written."
+        ),
+        tags={MAINTENANCE_TAG: "true", "lakehouse/table": table.name},
+    )
+    def _job() -> None:
+        _maintain()
+
+    return _job
+
+
+def build_maintenance_jobs(tables: Sequence[StreamingTable]) -> dict[str, dg.JobDefinition]:
+    return {t.name: build_maintenance_job(t) for t in tables}

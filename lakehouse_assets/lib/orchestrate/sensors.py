@@ -1,0 +1,174 @@
+"""One sensor per landing source: new complete files -> one run of the source's ingest job.
+
+A tick:
+
+1. lists the complete files of ``landing/<source>/`` that the bronze tables read (names
+   starting with ``_`` or ``.`` are in progress and ignored) and compares them with the cursor
+   (see :mod:`lakehouse_assets.lib.orchestrate.landing`: arrival = rename time, not mtime);
+2. skips, saying why, when nothing is new, when a run of the source's job is queued or going
+   (that run, or the next one, drains every new file: ``availableNow``), or when the newest
+   file arrived less than ``settle`` seconds ago (a burst still landing), so a burst of files
+   gives one run, not one per file. A folder that settles within ``settle_wait`` seconds is
+   waited for in the tick and listed again, rather than left to the daemon's next pass 5 s later;
+3. otherwise requests one run with a ``run_key`` naming the new files and moves the cursor.
+
+Files that land while a run is going are not in the cursor yet, so the first tick after the
+run ends requests the next run. The cursor only moves together with a run request (or when
+nothing is new), so no file is ever skipped, and the run key keeps a retried tick from
+launching a file twice.
+"""
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
+from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, evaluate, scan
+from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
+from lakehouse_assets.lib.settings import current
+
+if TYPE_CHECKING:  # the job type is not exported by name from dagster
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+@dataclass(frozen=True)
+class SensorSettings:
+    """Sensor timing (``LAKEHOUSE_SENSOR_*``, see :mod:`lakehouse_assets.lib.settings`).
+
+    The daemon evaluates sensors every 5 s at most; a minimum interval of 5 would skip every
+    other pass (the last tick started a few milliseconds less than 5 s before), so the default
+    of 1 lets each pass tick. A tick that finds the folder settling waits up to ``settle_wait_s``
+    for it (a file found just after it landed would otherwise wait for the next pass)."""
+
+    interval_s: int = 1
+    settle_s: float = 1.0
+    max_settle_s: float = 60.0
+    grace_s: float = 600.0
+    settle_wait_s: float = 1.0
+
+    @classmethod
+    def from_env(cls) -> "SensorSettings":
+        settings = current()
+        return cls(
+            interval_s=settings.sensor_interval_s,
+            settle_s=settings.sensor_settle_s,
+            max_settle_s=settings.sensor_max_settle_s,
+            grace_s=settings.sensor_grace_s,
+            settle_wait_s=settings.sensor_settle_wait_s,
+        )
+
+    def settling_for(self, new: Sequence, now: float) -> float:
+        """Seconds until the folder counts as settled (0: settled, or its oldest new file has
+        waited ``max_settle_s``), for new files sorted by arrival."""
+        if not new:
+            return 0.0
+        newest_age, oldest_age = now - new[-1].arrived_ns / 1e9, now - new[0].arrived_ns / 1e9
+        if newest_age < self.settle_s and oldest_age < self.max_settle_s:
+            return self.settle_s - max(0.0, newest_age)
+        return 0.0
+
+
+def sensor_name(source: str) -> str:
+    return f"landing_{source}_sensor"
+
+
+def _in_flight_run(instance: dg.DagsterInstance, source: str) -> dg.DagsterRun | None:
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={SOURCE_TAG: source}, statuses=IN_FLIGHT), limit=1)
+    return runs[0] if runs else None
+
+
+def build_landing_sensor(
+    source: str,
+    tables: Sequence[StreamingTable],
+    job: "UnresolvedAssetJobDefinition",
+    settings: SensorSettings | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dg.SensorDefinition:
+    settings = settings or SensorSettings.from_env()
+    globs = landing_globs(tables, source)
+    grace_ns = int(settings.grace_s * 1e9)
+
+    @dg.sensor(
+        name=sensor_name(source),
+        job=job,
+        minimum_interval_seconds=settings.interval_s,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            f"Watches landing/{source}/ (files matching {', '.join(globs)}; names starting with "
+            f"'_' or '.' are in progress) and runs {job.name} when complete files arrive. "
+            f"Waits while a run for {source} is queued or going; a burst gives one run."
+        ),
+    )
+    def _sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
+        paths = lakehouse.paths
+        if not paths.is_local:
+            return dg.SkipReason(
+                f"landing sensors list local folders only; {paths.landing(source)} is not local. "
+                f"Schedule refresh_all (or {job.name}) instead."
+            )
+        folder = paths.local_path(paths.landing(source))
+        listing = scan(folder, globs)
+        cursor = LandingCursor.load(context.cursor)
+        result = evaluate(listing.files, cursor, grace_ns)
+        ignored = f"{listing.in_progress} in-progress name(s) ignored" if listing.in_progress else ""
+        if not result.has_work:
+            if result.next_cursor != cursor:
+                context.update_cursor(result.next_cursor.dump())
+            seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
+            details = ", ".join(x for x in [seen, ignored] if x)
+            return dg.SkipReason(f"No new files in {folder} ({details}).")
+
+        def described(result: Evaluation) -> str:
+            return f"{len(result.new)} new file(s)" + (
+                f" and {result.unidentified} arriving before the cursor window" if result.unidentified else ""
+            )
+
+        what = described(result)
+        run = _in_flight_run(context.instance, source)
+        if run is not None:
+            return dg.SkipReason(
+                f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status.value}. "
+                "It or the next run drains every new file, so the sensor waits for it to finish."
+            )
+        settling = settings.settling_for(result.new, clock())
+        if 0 < settling <= settings.settle_wait_s:
+            sleep(settling)
+            result = evaluate(scan(folder, globs).files, cursor, grace_ns)
+            if not result.has_work:  # the new files went away meanwhile
+                return dg.SkipReason(f"No new files in {folder} (the new ones were removed while settling).")
+            what = described(result)
+            settling = settings.settling_for(result.new, clock())
+        if settling > 0:
+            newest_age = clock() - result.new[-1].arrived_ns / 1e9
+            return dg.SkipReason(
+                f"{what} waiting {settings.settle_s:g}s for the landing folder to settle "
+                f"(newest arrived {max(0.0, newest_age):.1f}s ago), so a burst gives one run."
+            )
+
+        context.update_cursor(result.next_cursor.dump())
+        names = [f.name for f in result.new]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        context.log.info(f"{source}: requesting {job.name} for {what}: {shown}")
+        return dg.RunRequest(
+            run_key=result.run_key(source),
+            tags={
+                SOURCE_TAG: source,
+                "lakehouse/new_files": str(len(names)),
+                "lakehouse/first_new_file": names[0] if names else "",
+            },
+        )
+
+    return _sensor

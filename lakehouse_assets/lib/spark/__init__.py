@@ -1,0 +1,1 @@
+"""Spark set-up: the session and its settings, Delta's jars, the driver's class archive."""

@@ -1,0 +1,115 @@
+"""Delta Lake's JVM side, resolved from Maven Central once at setup time into a local cache.
+
+``python -m lakehouse_assets.lib.spark.jars`` downloads the packages with Spark's own Ivy resolver and
+keeps only the jars Spark does not already ship, so a run needs no network. The cache is per
+user, like pip's and Ivy's (``$XDG_CACHE_HOME/lakehouse_assets/spark-jars/<packages>``, or
+``LAKEHOUSE_JAR_CACHE``): every clone and virtualenv of the same versions shares one download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pyspark
+
+from lakehouse_assets.lib.settings import current
+
+DELTA_VERSION = "4.4.0"
+SCALA_VERSION = "2.13"
+SPARK_MINOR = ".".join(pyspark.__version__.split(".")[:2])
+MAVEN_PACKAGES = [f"io.delta:delta-spark_{SPARK_MINOR}_{SCALA_VERSION}:{DELTA_VERSION}"]
+
+
+def jar_cache_dir() -> Path:
+    """The cache folder of the pinned packages (one folder per package list)."""
+    configured = current().jar_cache
+    if configured:
+        return Path(configured)
+    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(_manifest().encode()).hexdigest()[:12]
+    return user_cache / "lakehouse_assets" / "spark-jars" / key
+
+
+def _manifest() -> str:
+    return "\n".join(MAVEN_PACKAGES) + "\n"
+
+
+def cached_jars() -> list[str]:
+    """The cached jars for the pinned packages; raises with the fix when the cache is missing."""
+    cache = jar_cache_dir()
+    manifest = cache / "MANIFEST"
+    if not manifest.exists() or manifest.read_text() != _manifest():
+        raise RuntimeError(
+            f"Delta Lake's jars are not in {cache}: run `make setup` (needs Maven Central once)."
+        )
+    return sorted(str(p) for p in cache.glob("*.jar"))
+
+
+def _artifact_name(jar: Path, from_ivy: bool = False) -> str:
+    # Ivy names jars "<org>_<artifact>-<version>.jar"; Spark's own are "<artifact>-<version>.jar".
+    stem = jar.stem.split("_", 1)[1] if from_ivy else jar.stem
+    parts = stem.split("-")
+    while parts and not parts[-1][:1].isalpha():
+        parts.pop()
+    return "-".join(parts)
+
+
+def resolve() -> list[Path]:
+    """Download the packages into the cache, skipping jars Spark already provides."""
+    from pyspark.sql import SparkSession
+
+    cache = jar_cache_dir()
+    ivy = cache.parent / f"ivy-{os.getpid()}"
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("lakehouse-setup")
+        .config("spark.jars.packages", ",".join(MAVEN_PACKAGES))
+        .config("spark.jars.ivy", str(ivy))
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    spark.stop()
+    spark_jars = {_artifact_name(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    # Filled beside the cache and renamed into place: another setup running at the same time
+    # never sees a half-copied folder.
+    staging = cache.parent / f"{cache.name}.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for jar in sorted((ivy / "jars").glob("*.jar")):
+        if _artifact_name(jar, from_ivy=True) not in spark_jars:
+            shutil.copy2(jar, staging / jar.name)
+    (staging / "MANIFEST").write_text(_manifest())
+    shutil.rmtree(ivy, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    staging.rename(cache)
+    return sorted(cache.glob("*.jar"))
+
+
+def main() -> int:
+    try:
+        cached_jars()
+        return 0
+    except RuntimeError:
+        pass
+    print(f"Resolving {', '.join(MAVEN_PACKAGES)} from Maven Central ...", flush=True)
+    try:
+        kept = resolve()
+    except Exception as error:  # noqa: BLE001 - turn a JVM/Ivy failure into one sentence
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        print(
+            "Setup failed: could not download Delta Lake's jars from Maven Central "
+            f"({first_line}). Check the network or proxy (or set LAKEHOUSE_JAR_CACHE to a "
+            "folder holding them) and run `make setup` again.",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"Cached {len(kept)} jars in {jar_cache_dir()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Start and talk to ``dagster dev`` from scripts and tests (local, 127.0.0.1 only).
+
+``DagsterDev`` runs ``dagster dev -h 127.0.0.1 -p <port> -w workspace.yaml`` from the repository
+root in its own process group and stops the whole group (webserver, daemon, code server, run
+processes and their JVMs) on exit. With ``isolated=True`` it writes a ``dagster.yaml`` into a
+temporary ``DAGSTER_HOME``: the repository's settings, with the storage folders moved there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from lakehouse_assets.lib.settings import REPO_ROOT
+
+IN_FLIGHT = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def isolated_home(home: Path) -> Path:
+    """A DAGSTER_HOME whose dagster.yaml is the repository's with storage under ``home``."""
+    home.mkdir(parents=True, exist_ok=True)
+    text = (REPO_ROOT / "dagster.yaml").read_text()
+    (home / "dagster.yaml").write_text(text.replace("base_dir: data/dagster", f"base_dir: {home}/dagster"))
+    return home
+
+
+class DagsterDev:
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        home: str | Path | None = None,
+        port: int | None = None,
+        isolated: bool = False,
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+        warm_spark: bool = False,
+    ):
+        self.port = port or free_port()
+        # As `make dev` does: runs hand their tables to a warm Spark server started beside dagster dev.
+        self.warm_spark_port = free_port() if warm_spark else None
+        self.warm_spark: subprocess.Popen | None = None
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._tmp = tempfile.TemporaryDirectory(prefix="dagster-home-") if isolated and home is None else None
+        if self._tmp:
+            home = isolated_home(Path(self._tmp.name))
+        self.home = Path(home) if home else Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT)
+        self.root = str(root) if root else None
+        self.env = env or {}
+        self.log_path = log_path or (self.home / "dagster-dev.log")
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> DagsterDev:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 240) -> None:
+        env = {**os.environ, "DAGSTER_HOME": str(self.home), **self.env}
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark's driver binds to 127.0.0.1 only
+        if self.root:
+            env["LAKEHOUSE_ROOT"] = self.root
+        dagster = Path(sys.executable).parent / "dagster"
+        self._log = open(self.log_path, "ab")
+        if self.warm_spark_port:
+            self.warm_spark = subprocess.Popen(
+                [sys.executable, "-m", "lakehouse_assets.lib.orchestrate.warm_spark", "--tables", "lakehouse_assets.defs",
+                 "--port", str(self.warm_spark_port)],
+                cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            env["LAKEHOUSE_SPARK_SERVER"] = f"http://127.0.0.1:{self.warm_spark_port}"
+        self.process = subprocess.Popen(
+            [str(dagster), "dev", "-h", "127.0.0.1", "-p", str(self.port), "-w", "workspace.yaml"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, stopped as a whole
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"dagster dev exited with {self.process.returncode}; see {self.log_path}")
+            try:
+                if self.graphql("{ version }").get("version"):
+                    if self._location_loaded():
+                        return
+            except requests.RequestException:
+                pass
+            time.sleep(1)
+        self.stop()
+        raise TimeoutError(f"dagster dev did not come up on {self.url} in {timeout}s; see {self.log_path}")
+
+    def _location_loaded(self) -> bool:
+        data = self.graphql(
+            "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus "
+            "locationOrLoadError { __typename } } } } }"
+        )
+        entries = data["workspaceOrError"].get("locationEntries") or []
+        return bool(entries) and all(
+            e["loadStatus"] == "LOADED" and e["locationOrLoadError"]["__typename"] == "RepositoryLocation"
+            for e in entries
+        )
+
+    def stop(self) -> None:
+        """SIGINT (dagster dev shuts its children down), then SIGKILL whatever is left of the group."""
+        if self.warm_spark is not None:
+            try:
+                os.killpg(self.warm_spark.pid, signal.SIGKILL)  # server, its worker and their JVM
+            except ProcessLookupError:
+                pass
+            self.warm_spark.wait()
+            self.warm_spark = None
+        if self.process is not None:
+            pgid = self.process.pid  # start_new_session: the group id is the leader's pid
+            if self.process.poll() is None:
+                try:
+                    os.killpg(pgid, signal.SIGINT)
+                    self.process.wait(30)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            self.process = None
+        if getattr(self, "_log", None):
+            self._log.close()
+            self._log = None
+        if self._tmp:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    # -- GraphQL ------------------------------------------------------------------------------
+
+    def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = requests.post(f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=30)
+        response.raise_for_status()
+        body = response.json()
+        if body.get("errors"):
+            raise RuntimeError(body["errors"])
+        return body["data"]
+
+    def runs(self, statuses: list[str] | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        data = self.graphql(
+            """query Runs($filter: RunsFilter, $limit: Int) {
+                 runsOrError(filter: $filter, limit: $limit) {
+                   ... on Runs { results { runId jobName status tags { key value } startTime endTime } }
+                 }
+               }""",
+            {"filter": {"statuses": statuses} if statuses else {}, "limit": limit},
+        )
+        return data["runsOrError"]["results"]
+
+    def wait_idle(self, timeout: float = 600, quiet: float = 0) -> None:
+        """Wait until no run is queued or going (for at least ``quiet`` seconds)."""
+        deadline = time.monotonic() + timeout
+        idle_since: float | None = None
+        while time.monotonic() < deadline:
+            if self.runs(IN_FLIGHT, limit=1):
+                idle_since = None
+            else:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= quiet:
+                    return
+            time.sleep(1)
+        raise TimeoutError(f"runs still in flight after {timeout}s: {self.runs(IN_FLIGHT)}")
+
+
+def delta_versions(table_path: Path) -> list[tuple[int, float]]:
+    """(version, commit time in epoch seconds) of a path-based Delta table, read from its log."""
+    log = table_path / "_delta_log"
+    if not log.is_dir():
+        return []
+    versions = []
+    for entry in log.glob("*.json"):
+        if not entry.stem.isdigit():
+            continue
+        committed = entry.stat().st_mtime
+        try:
+            for line in entry.read_text().splitlines():
+                info = json.loads(line).get("commitInfo")
+                if info and info.get("timestamp"):
+                    committed = info["timestamp"] / 1000.0
+                    break
+        except (OSError, ValueError):
+            pass
+        versions.append((int(entry.stem), committed))
+    return sorted(versions)

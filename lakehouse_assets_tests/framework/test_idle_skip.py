@@ -1,0 +1,65 @@
+"""Skipping a table's query when its one Delta input has no version it has not read yet."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from delta.tables import DeltaTable
+
+from lakehouse_assets.defs.gold.hourly_revenue import gold_hourly_revenue
+from lakehouse_assets.defs.silver.events import silver_events
+from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.engine.idle import idle_stream_input
+from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
+
+EVENTS_CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
+TABLE_ID = "b295bf67-3c99-4a87-a5b7-1876c962fac7"
+
+
+def offsets(**offset) -> list[str]:
+    base = {"sourceVersion": 1, "reservoirId": TABLE_ID, "reservoirVersion": 5, "index": -1, "isStartingVersion": False}
+    return ["v1", json.dumps({"batchWatermarkMs": 0}), json.dumps({**base, **offset})]
+
+
+def test_idle_only_when_the_offset_is_past_the_latest_version_of_the_same_table() -> None:
+    assert idle_stream_input(offsets(), True, 4, TABLE_ID)
+    assert not idle_stream_input(offsets(), True, 5, TABLE_ID)  # version 5 not read yet
+    assert not idle_stream_input(offsets(), False, 4, TABLE_ID)  # last batch not committed: replay it
+    assert not idle_stream_input(offsets(), True, 4, "another-table")  # the table was replaced
+    assert not idle_stream_input(offsets(index=3), True, 4, TABLE_ID)  # in the middle of a version
+    assert not idle_stream_input(offsets(isStartingVersion=True), True, 4, TABLE_ID)
+    assert not idle_stream_input(offsets()[:2], True, 4, TABLE_ID)  # no source
+    assert not idle_stream_input([*offsets(), offsets()[2]], True, 4, TABLE_ID)  # two sources
+    assert not idle_stream_input(["v1", "{}", "not json"], True, 4, TABLE_ID)
+    assert not idle_stream_input(offsets(), True, None, TABLE_ID)
+
+
+@pytest.mark.slow
+def test_idle_queries_are_skipped_and_new_data_still_flows(lakehouse: Lakehouse) -> None:
+    lh = lakehouse
+    start = datetime(2026, 11, 20, 10, tzinfo=UTC)
+    generate(lh.paths, GeneratorOptions(files=1, rows=60, seed=1, start=start), ["events"])
+    assert lh.materialize(EVENTS_CHAIN).success
+    versions = {t: DeltaTable.forPath(lh.spark, lh.paths.table(t)).history(1).first()["version"] for t in EVENTS_CHAIN}
+
+    messages: list[str] = []
+    for table in (silver_events, gold_hourly_revenue):
+        assert run_table(lh.spark, lh.paths, table, log=messages.append).batches == 0
+    assert sum("query not started" in m for m in messages) == 2, messages
+    for t, v in versions.items():
+        assert DeltaTable.forPath(lh.spark, lh.paths.table(t)).history(1).first()["version"] == v
+
+    generate(lh.paths, GeneratorOptions(files=1, rows=60, seed=2, start=start, late=0.3), ["events"])
+    result = lh.materialize(EVENTS_CHAIN)
+    assert result.success
+    read = {
+        m.asset_key.path[-1]: m.materialization.metadata["rows_read"].value
+        for m in result.get_asset_materialization_events()
+        if "rows_read" in m.materialization.metadata
+    }
+    assert read["silver_events"] > 0 and read["gold_hourly_revenue"] > 0
+    assert_tables_match_landed_files(lh)

@@ -1,0 +1,55 @@
+"""Helpers over finished runs: when each run's steps ran, and the events chain's exactness."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import dagster as dg
+
+from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets_tests.support.expected import ExpectedEvents, close
+
+STEP_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
+
+
+def step_intervals(instance: dg.DagsterInstance, run_ids: list[str]) -> dict[str, list[tuple[float, float, str]]]:
+    """Per step (table), the [start, end] of each run's step."""
+    intervals: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    for run_id in run_ids:
+        starts: dict[str, float] = {}
+        for record in instance.all_logs(run_id, of_type=STEP_EVENTS):
+            event = record.dagster_event
+            assert event is not None
+            if event.event_type == dg.DagsterEventType.STEP_START:
+                starts[event.step_key] = record.timestamp
+            else:
+                intervals[event.step_key].append((starts[event.step_key], record.timestamp, run_id))
+    return intervals
+
+
+def assert_no_overlap(intervals: dict[str, list[tuple[float, float, str]]]) -> None:
+    for step, spans in intervals.items():
+        spans = sorted(spans)
+        for (s1, e1, r1), (s2, e2, r2) in zip(spans, spans[1:]):
+            assert e1 <= s2, f"{step}: runs {r1[:8]} and {r2[:8]} wrote at the same time ({s1}-{e1} vs {s2}-{e2})"
+
+
+def assert_events_exact(spark, root: Path) -> None:
+    paths = LakehousePaths(str(root))
+    expected = ExpectedEvents(root)
+    bronze = spark.read.format("delta").load(paths.table("bronze_events")).count()
+    quarantine = spark.read.format("delta").load(paths.table("bronze_events_quarantine")).count()
+    assert bronze == len(expected.bronze) and quarantine == len(expected.bad_lines)
+    silver = spark.read.format("delta").load(paths.table("silver_events"))
+    assert silver.count() == len(expected.silver)
+    assert silver.select("event_id").distinct().count() == len(expected.silver)
+    gold = {
+        (r.window_start, r.category): (r.revenue, r.orders, r.buyers)
+        for r in spark.read.format("delta").load(paths.table("gold_hourly_revenue")).collect()
+    }
+    want = expected.hourly_revenue()
+    assert set(gold) == set(want)
+    for key, (revenue, orders, buyers) in want.items():
+        got = gold[key]
+        assert close(got[0], revenue) and got[1:] == (orders, buyers), (key, got, want[key])

@@ -1,0 +1,189 @@
+"""``make chaos``: many SIGKILLs at random instants across landing rounds, then a tally.
+
+    python scripts/chaos.py --kills 200 --kills-per-round 20 --jobs 2
+
+Each round lands a new generated batch of every source, starts ``dagster asset materialize``
+of the whole graph in a child process group and SIGKILLs the group (Python and the Spark JVM)
+at a random instant, ``--kills-per-round`` times, then lets one run finish. Every table is then
+compared with its answer, and the rows lost and duplicated are tallied:
+
+* the events chain against the answer computed in plain Python from the landed files,
+* ``silver_customers`` against the SCD2 history computed in plain Python,
+* every table (bronze, quarantines, MERGE, SCD2, watermark-driven gold) against a clean
+  reference run: a second data root that receives the same files and runs once per round
+  with no faults, which is what the contract's "Runs" section promises equality with.
+
+``--jobs N`` runs N such lanes (each its own subject and reference root) side by side: a kill
+costs wall-clock time, not CPU, so lanes multiply the kills an hour gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.spark.session import get_spark
+from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
+from lakehouse_assets_tests.support.expected import ExpectedEvents, expected_history, scd2_row
+from lakehouse_assets_tests.support.reference import lost_and_duplicated, mirror_landing
+
+
+def _read(spark: SparkSession, root: Path, table: str):
+    return spark.read.format("delta").load(str(root / "tables" / table))
+
+
+def independent_tally(root: Path, spark: SparkSession) -> dict[str, tuple[int, int]]:
+    """(lost, duplicated) rows against the answers computed in plain Python."""
+    expected = ExpectedEvents(root)
+    result: dict[str, tuple[int, int]] = {}
+    stored = Counter(Path(r[0]).name for r in _read(spark, root, "bronze_events").select("_source_file").collect())
+    stored += Counter(
+        Path(r[0]).name for r in _read(spark, root, "bronze_events_quarantine").select("_source_file").collect()
+    )
+    lost = sum(max(0, n - stored[f]) for f, n in expected.lines_per_file.items())
+    dup = sum(max(0, stored[f] - n) for f, n in expected.lines_per_file.items())
+    result["bronze_events + quarantine (plain Python)"] = (lost, dup)
+    silver = Counter(r[0] for r in _read(spark, root, "silver_events").select("event_id").collect())
+    result["silver_events (plain Python)"] = (
+        len(set(expected.silver) - set(silver)),
+        sum(n - 1 for n in silver.values() if n > 1),
+    )
+    gold = Counter(
+        (r[0], r[1], r[2])
+        for r in _read(spark, root, "gold_hourly_revenue").select("window_start", "category", "orders").collect()
+    )
+    answer = Counter((k[0], k[1], v[1]) for k, v in expected.hourly_revenue().items())
+    result["gold_hourly_revenue (plain Python)"] = (sum((answer - gold).values()), sum((gold - answer).values()))
+    history, _, _ = expected_history(root)
+    want = Counter(row for rows in history.values() for row in rows)
+    got = Counter(scd2_row(r) for r in _read(spark, root, "silver_customers").collect())
+    result["silver_customers SCD2 (plain Python)"] = (sum((want - got).values()), sum((got - want).values()))
+    return result
+
+
+@dataclass
+class Lane:
+    """One subject root killed over and over, with its clean reference root beside it."""
+
+    index: int
+    work: Path
+    rng: random.Random
+    kills: int = 0
+    attempts: int = 0
+    rounds: int = 0
+    totals: Counter = field(default_factory=Counter)
+
+    def run(self, args: argparse.Namespace, quota: int, spark: SparkSession, tally_lock: threading.Lock) -> None:
+        subject, reference = self.work / "subject", self.work / "reference"
+        while self.kills < quota:
+            self.rounds += 1
+            start = datetime(2026, 11, 20, self.rounds % 24, tzinfo=UTC)
+            seed = self.index * 1000 + self.rounds
+            options = GeneratorOptions(files=2, rows=200, seed=seed, start=start, duplicate=0.1, late=0.2)
+            files = generate(LakehousePaths(str(subject / "lakehouse")), options)
+            mirror_landing(files, subject / "lakehouse", reference / "lakehouse")
+            # The clean run needs nothing from the subject: it runs while the kills go on.
+            clean: list[Outcome] = []
+            clean_run = threading.Thread(target=lambda: clean.append(materialize_in_child(reference, args.select)))
+            clean_run.start()
+            for _ in range(args.kills_per_round):
+                self.attempts += 1
+                outcome = materialize_in_child(
+                    subject, args.select, kill_after=self.rng.uniform(args.min_seconds, args.max_seconds)
+                )
+                self.kills += outcome.killed
+            final = materialize_in_child(subject, args.select)
+            clean_run.join()
+            for outcome, what in ((final, "the run after the kills"), (clean[0], "the clean reference run")):
+                if outcome.returncode != 0:
+                    raise RuntimeError(f"lane {self.index} round {self.rounds}: {what} failed:\n{outcome.output}")
+            with tally_lock:
+                spark.catalog.clearCache()
+                tally = independent_tally(subject / "lakehouse", spark)
+                tally |= {
+                    f"{t} (clean run)": v
+                    for t, v in lost_and_duplicated(spark, subject / "lakehouse", reference / "lakehouse").items()
+                }
+            bad = {t: v for t, v in tally.items() if any(v)}
+            for table, (lost, dup) in tally.items():
+                self.totals[(table, "lost")] += lost
+                self.totals[(table, "duplicated")] += dup
+            _say(
+                f"lane {self.index} round {self.rounds}: {self.kills} kills ({self.attempts} attempts), "
+                f"{len(tally)} tables compared" + (f"; MISMATCH {bad}" if bad else "; every table exact")
+            )
+
+
+_started = time.monotonic()
+
+
+def _say(message: str) -> None:
+    print(f"[{(time.monotonic() - _started) / 60:5.1f} min] {message}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kills", type=int, default=200, help="kills in all, shared out over the lanes")
+    parser.add_argument("--kills-per-round", type=int, default=20)
+    parser.add_argument("--min-seconds", type=float, default=3, help="earliest kill after the run starts")
+    parser.add_argument("--max-seconds", type=float, default=60, help="latest kill after the run starts")
+    parser.add_argument("--select", default="*", help="assets to materialize (default: the whole graph)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="independent lanes (data roots) killed side by side; kills are wall-clock"
+    )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", help="keep the data roots here (default: a new temporary folder)")
+    args = parser.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="lakehouse-chaos-"))
+    spark = get_spark()
+    lanes = [Lane(i, work / f"lane-{i}", random.Random(args.seed * 100 + i)) for i in range(args.jobs)]
+    quota = -(-args.kills // args.jobs)
+    _say(
+        f"chaos in {work}: {args.kills} kills over {args.jobs} lane(s), {args.kills_per_round} per round, "
+        f"kill {args.min_seconds:g}-{args.max_seconds:g} s after start, select {args.select!r}"
+    )
+    failures: list[str] = []
+    tally_lock = threading.Lock()
+
+    def run_lane(lane: Lane) -> None:
+        try:
+            lane.run(args, quota, spark, tally_lock)
+        except Exception as error:  # noqa: BLE001 - reported with the tally, other lanes go on
+            failures.append(f"lane {lane.index}: {error}")
+
+    threads = [threading.Thread(target=run_lane, args=(lane,)) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    totals: Counter = Counter()
+    for lane in lanes:
+        totals.update(lane.totals)  # update keeps the zero counts (Counter + Counter drops them)
+    kills, attempts = sum(lane.kills for lane in lanes), sum(lane.attempts for lane in lanes)
+    rounds = sum(lane.rounds for lane in lanes)
+    print(f"\n{kills} kills in {attempts} attempts over {rounds} rounds; rows lost / duplicated after each round:")
+    for table in sorted({t for t, _ in totals}):
+        print(f"  {table:50} lost {totals[(table, 'lost')]:>5}   duplicated {totals[(table, 'duplicated')]:>5}")
+    bad_rows = sum(totals.values())
+    for failure in failures:
+        print(f"ERROR {failure}")
+    if failures:
+        print("FAIL: a run that should have finished did not (see above)")
+    else:
+        print("PASS: zero lost, zero duplicated" if bad_rows == 0 else f"FAIL: {bad_rows} rows lost or duplicated")
+    raise SystemExit(1 if bad_rows or failures else 0)
+
+
+if __name__ == "__main__":
+    main()
