@@ -184,7 +184,7 @@ def explanations(r: dict) -> list[str]:
         out.append(
             f"**4 missed ({last['vs_first']:.2f}×).** Most of the growth is in `{top}` (+{growth[top]:.1f} s "
             f"between {first['files_before']:,} and {last['files_before']:,} files). See the discussion in "
-            "the README's performance section for the levers (archiving landed files with `cleanSource`, dated folders, "
+            "docs/performance.md for the levers (archiving landed files with `cleanSource`, dated folders, "
             "compaction) and why none is on by default."
         )  # fmt: skip
     lat = r.get("latency", {})
@@ -276,8 +276,9 @@ README_START = "<!-- bench-summary:start (written by make bench) -->"
 README_END = "<!-- bench-summary:end -->"
 
 
-def quote_in_readme(r: dict, readme: Path) -> bool:
-    """Put the summary table, with where and how long it ran, between the README's markers."""
+def quote_in_docs(r: dict, readme: Path) -> bool:
+    """Put the summary table, with where and how long it ran, between the markers of
+    docs/performance.md."""
     text = readme.read_text()
     if README_START not in text or README_END not in text:
         return False
@@ -289,7 +290,7 @@ def quote_in_readme(r: dict, readme: Path) -> bool:
         f"From one `make bench` on {r['started']} ({m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; "
         f"PySpark {m['pyspark']}, delta-spark {m['delta-spark']}, Dagster {m['dagster']}; load {r['load_start']} at "
         f"the start): **{r.get('total_min', '?')} min** in all (minutes: {sections}). Medians; the counts are in "
-        "[`bench/results.md`](bench/results.md), with the per-table split and why each missed target is missed.",
+        "[`bench/results.md`](../bench/results.md), with the per-table split and why each missed target is missed.",
         "",
         summary_table(r),
         README_END,
@@ -343,7 +344,7 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             "checks) and `python bench/plain_pipeline.py` (the same three availableNow queries, no checks, no metadata). "
             "The framework's Spark driver maps Spark's and Delta's classes from the class-data archive that `make setup` "
             "builds (`lakehouse_assets/lib/spark/class_archive.py`; `make bench` builds it during its preparation); the plain script, written as a user would write it, "
-            "loads them from the jars. The README's performance section gives the plain script's time with the same "
+            "loads them from the jars. docs/performance.md gives the plain script's time with the same "
             "archive, for the like-for-like overhead.",
             "",
             f"- Dagster CLI: {', '.join(_s(v) for v in inc['dagster_s'])} → median {_s(inc['dagster_median_s'])}",

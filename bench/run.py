@@ -131,13 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     results["load_end"] = load()
     results["total_min"] = round((time.monotonic() - started) / 60, 1)
     write_results(results, out)
-    from bench.report import quote_in_readme, write_report
+    from bench.report import quote_in_docs, write_report
 
     if "scaling" in results and "error" not in results["scaling"]:
         chart(results["scaling"], out / "history_scaling.png")
     write_report(results, out / "results.md")
-    if out.resolve() == BENCH and quote_in_readme(results, REPO / "README.md"):
-        log("README.md: performance table updated")
+    if out.resolve() == BENCH and quote_in_docs(results, REPO / "docs" / "performance.md"):
+        log("docs/performance.md: performance table updated")
     log(f"done in {results['total_min']} min: {out / 'results.md'}")
     shutil.rmtree(workdir, ignore_errors=True)
     return 0

@@ -25,7 +25,7 @@ def spark_conf(
 
     ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width;
     ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters);
-    ``SPARK_DRIVER_JAVA_OPTIONS`` adds JVM flags to the driver (see the README's performance notes).
+    ``SPARK_DRIVER_JAVA_OPTIONS`` adds JVM flags to the driver (see docs/performance.md).
     """
     settings = current()
     master = master or (extra or {}).get("spark.master") or settings.spark_master

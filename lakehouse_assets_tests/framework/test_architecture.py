@@ -1,0 +1,110 @@
+"""The layout's rules, read from the source: the framework imports nothing outside lib/, no
+import cycle in the package (module-level imports; TYPE_CHECKING blocks excluded), no module
+over 300 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "lakehouse_assets"
+MAX_LINES = 300
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imported(name: str, path: Path, known: dict[str, Path], module_level: bool) -> set[str]:
+    """The package's modules ``name`` imports (``from pkg import sub`` counts as ``pkg.sub``)."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def walk(nodes: list[ast.stmt]):
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if module_level and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            yield node
+            yield from walk([c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)])
+
+    out: set[str] = set()
+    for node in walk(tree.body):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parts, base] if base else parts)
+            subs = {f"{base}.{a.name}" for a in node.names} & set(known)
+            out |= subs or {base}
+    return {m for m in out if m in known}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_framework_imports_nothing_outside_lib() -> None:
+    known = modules()
+    outside = {
+        f"{name} imports {dep}"
+        for name, path in known.items()
+        if name.startswith("lakehouse_assets.lib")
+        for dep in imported(name, path, known, module_level=False)
+        if not dep.startswith("lakehouse_assets.lib") and dep != "lakehouse_assets"
+    }
+    assert not outside, sorted(outside)
+
+
+def test_no_import_cycle() -> None:
+    known = modules()
+    graph = {name: imported(name, path, known, module_level=True) for name, path in known.items()}
+    assert "lakehouse_assets.lib.engine.run" in graph["lakehouse_assets.lib.orchestrate.execution"]  # the graph is read
+    assert cycles(graph) == []
+
+
+def test_cycle_detection_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_over_300_lines() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
+    assert len(sizes) > 40  # the whole package was read

@@ -1,0 +1,47 @@
+"""The tiny pipeline's tables, declared with the framework's public API only."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakehouse_assets.lib import (
+    IS_JSON_OBJECT,
+    Quarantine,
+    change_feed,
+    expect_or_drop,
+    expect_or_quarantine,
+    landing,
+    non_blank_lines,
+    not_null,
+    parse_json_lines,
+    recompute,
+    streaming_table,
+    unique,
+)
+
+FIELDS = {"reading_id": "string", "meter": "string", "kwh": "double"}
+
+
+@streaming_table(
+    group="raw",
+    inputs={"lines": landing("readings", glob="*.jsonl")},
+    expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT), expect_or_drop("kwh_present", "kwh IS NOT NULL")],
+    quarantine=Quarantine("readings_quarantine", columns=["raw_line", "_source_file"], with_failures=False),
+    columns=[*FIELDS, "_source_file"],
+)
+def readings(lines: DataFrame) -> DataFrame:
+    """One row per JSON-object line with a reading; other lines quarantined, readings without
+    kWh dropped."""
+    return parse_json_lines(non_blank_lines(lines).withColumnRenamed("value", "raw_line"), FIELDS, column="raw_line")
+
+
+@streaming_table(
+    group="totals",
+    inputs={"readings": change_feed("readings")},
+    sink=recompute(keys=["meter"], reread_by="meter"),
+    checks=[unique("meter"), not_null("meter", "kwh", "readings")],
+)
+def meter_totals(readings: DataFrame) -> DataFrame:
+    """Total kWh and number of readings per meter, exact after every run."""
+    return readings.groupBy("meter").agg(F.sum("kwh").alias("kwh"), F.count(F.lit(1)).alias("readings"))
