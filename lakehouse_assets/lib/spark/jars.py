@@ -12,11 +12,13 @@ import hashlib
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyspark
 
-from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.settings import REPO_ROOT, current
 
 DELTA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
@@ -58,6 +60,28 @@ def _artifact_name(jar: Path, from_ivy: bool = False) -> str:
     return "-".join(parts)
 
 
+@contextmanager
+def _output_to(log: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr, and those of the JVM it starts, to ``log``: Ivy's
+    resolver prints dozens of lines (mirrors it cannot reach, proxy hints) that are not errors."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log, "ab") as out:
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
 def resolve() -> list[Path]:
     """Download the packages into the cache, skipping jars Spark already provides."""
     from pyspark.sql import SparkSession
@@ -95,19 +119,21 @@ def main() -> int:
         return 0
     except RuntimeError:
         pass
-    print(f"Resolving {', '.join(MAVEN_PACKAGES)} from Maven Central ...", flush=True)
+    log = REPO_ROOT / ".cache" / "setup.log"
+    print(f"setup: resolving {', '.join(MAVEN_PACKAGES)} from Maven Central (log: {log})", flush=True)
     try:
-        kept = resolve()
+        with _output_to(log):
+            kept = resolve()
     except Exception as error:  # noqa: BLE001 - turn a JVM/Ivy failure into one sentence
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(
             "Setup failed: could not download Delta Lake's jars from Maven Central "
-            f"({first_line}). Check the network or proxy (or set LAKEHOUSE_JAR_CACHE to a "
-            "folder holding them) and run `make setup` again.",
+            f"({first_line}; resolver output in {log}). Check the network or proxy (or set "
+            "LAKEHOUSE_JAR_CACHE to a folder holding them) and run `make setup` again.",
             file=sys.stderr,
         )
         return 1
-    print(f"Cached {len(kept)} jars in {jar_cache_dir()}")
+    print(f"setup: cached {len(kept)} jars in {jar_cache_dir()}")
     return 0
 
 
