@@ -44,7 +44,8 @@ def test_runs_through_the_warm_spark_server(tmp_path: Path, spark) -> None:
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "SPARK_LOCAL_IP": "127.0.0.1"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "lakehouse_assets.lib.warm_spark", "--port", str(port), "--once"],
+        [sys.executable, "-m", "lakehouse_assets.lib.orchestrate.warm_spark", "--tables", "lakehouse_assets.defs",
+         "--port", str(port), "--once"],
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     try:
