@@ -1,5 +1,5 @@
 """Gold patterns: running totals (gold_customer_ltv), session windows with a watermark
-(gold_user_sessions) and a stream-stream left outer join (gold_ad_attribution).
+(gold_user_sessions) and impressions attributed to clicks (gold_ad_attribution).
 
 Pure transforms are checked on small DataFrames; then one scenario of three incremental runs
 is materialized and every table compared, after every run, with an answer computed in plain
@@ -93,6 +93,7 @@ def test_attribution_window_and_deduplication(spark: SparkSession) -> None:
             ("i2", "a2", "u2", "2026-11-20T10:00:00Z"),
             ("i3", "a3", "u3", "2026-11-20T12:00:00+02:00"),
             ("i4", "a4", "u4", "not a time"),  # left out, stays in bronze
+            ("i5", "a5", "u5", "2026-11-20T10:00:00Z"),
         ],
         "impression_id string, ad_id string, user_id string, impression_time string",
     )
@@ -102,6 +103,9 @@ def test_attribution_window_and_deduplication(spark: SparkSession) -> None:
             ("k1", "i1", "2026-11-20T10:10:00Z"),  # re-delivered
             ("k2", "i2", "2026-11-20T10:10:01Z"),  # one second too late
             ("k3", "i3", "2026-11-20T09:59:59Z"),  # before the impression
+            ("k5b", "i5", "2026-11-20T10:04:00Z"),
+            ("k5a", "i5", "2026-11-20T10:02:00Z"),  # the earliest click in the window counts
+            ("k9", "i9", "2026-11-20T10:00:00Z"),  # an impression never seen: no row
         ],
         "click_id string, impression_id string, click_time string",
     )
@@ -110,6 +114,7 @@ def test_attribution_window_and_deduplication(spark: SparkSession) -> None:
             ("i1", "a1", "u1", t("10:00"), "k1", t("10:10"), True),
             ("i2", "a2", "u2", t("10:00"), None, None, False),
             ("i3", "a3", "u3", t("10:00"), None, None, False),
+            ("i5", "a5", "u5", t("10:00"), "k5a", t("10:02"), True),
         ],
         "impression_id string, ad_id string, user_id string, impression_time timestamp, "
         "click_id string, click_time timestamp, clicked boolean",

@@ -1,4 +1,4 @@
-"""``gold_ad_attribution``: impressions joined with their clicks, stream-stream, left outer."""
+"""``gold_ad_attribution``: impressions with their clicks, written once the watermark passes."""
 
 from __future__ import annotations
 
@@ -28,52 +28,77 @@ def attribute_clicks(
     window: str = ATTRIBUTION_WINDOW,
     lateness: str | None = None,
 ) -> DataFrame:
-    """Each impression with its click, if one came within ``window`` of it (pure; stream or
-    batch). Both sides are typed, watermarked and deduplicated within the watermark (the
-    re-deliveries of the at-least-once feeds); rows without an id or a valid time are left out
-    (they stay in bronze). The time-range condition lets Spark drop the join state once the
-    watermark passes an impression's window; the session window after the join holds every
-    impression until then, so its row is final when written. ``lateness``: default the
-    configured allowed lateness (``LAKEHOUSE_ALLOWED_LATENESS``, 1 hour), read when called."""
+    """Each impression with its earliest click within ``window`` of it (pure; stream or batch).
+
+    Both sides are typed, watermarked on their event time and deduplicated within the
+    watermark (the re-deliveries of the at-least-once feeds); rows without an id or a valid
+    time are left out (they stay in bronze). Then one stateful operator: a session window per
+    ``impression_id`` over the union of both sides, with a gap of ``window`` + 1 microsecond for
+    the impression and 1 microsecond for a click. An impression's session is
+    [impression_time, impression_time + window + 1 us]; its clicks inside the window fall in
+    that session (and cannot extend it), so Spark emits it, once, in the micro-batch whose
+    watermark reaches its end: when ``impression_time + window < watermark``.
+
+    Not a stream-stream join: a stateful operator after a join sees the join's output
+    watermark, which Spark holds back by the join's time range (``window``), and so released
+    each impression about one window late (issue #22). ``lateness`` defaults to the configured
+    allowed lateness (``LAKEHOUSE_ALLOWED_LATENESS``, 1 hour), read when called.
+    """
     lateness = lateness or current().allowed_lateness
     imps = (
         impressions.select(
-            "impression_id", "ad_id", "user_id", parse_event_time(F.col("impression_time")).alias("impression_time")
+            "impression_id",
+            "ad_id",
+            "user_id",
+            F.lit(None).cast("string").alias("click_id"),
+            parse_event_time(F.col("impression_time")).alias("event_time"),
         )
-        .where("impression_id IS NOT NULL AND impression_time IS NOT NULL")
-        .withWatermark("impression_time", lateness)
+        .where("impression_id IS NOT NULL AND event_time IS NOT NULL")
+        .withWatermark("event_time", lateness)
     )
     clks = (
         clicks.select(
+            "impression_id",
+            F.lit(None).cast("string").alias("ad_id"),
+            F.lit(None).cast("string").alias("user_id"),
             "click_id",
-            F.col("impression_id").alias("click_impression_id"),
-            parse_event_time(F.col("click_time")).alias("click_time"),
+            parse_event_time(F.col("click_time")).alias("event_time"),
         )
-        .where("click_id IS NOT NULL AND click_impression_id IS NOT NULL AND click_time IS NOT NULL")
-        .withWatermark("click_time", lateness)
+        .where("click_id IS NOT NULL AND impression_id IS NOT NULL AND event_time IS NOT NULL")
+        .withWatermark("event_time", lateness)
     )
-    imps, clks = _deduplicated(imps, ["impression_id"]), _deduplicated(clks, ["click_id"])
-    condition = (
-        (clks["click_impression_id"] == imps["impression_id"])
-        & (clks["click_time"] >= imps["impression_time"])
-        & (clks["click_time"] <= imps["impression_time"] + F.expr(f"INTERVAL {window}"))
+    # Each side keeps its own watermark: the query's is the minimum of the two.
+    events = _deduplicated(imps, ["impression_id"]).unionByName(_deduplicated(clks, ["click_id"]))
+    is_click = F.col("click_id").isNotNull()
+    # (dynamic session gaps must be calendar intervals, which a cast from text gives)
+    gap = F.when(is_click, F.expr("CAST('1 microsecond' AS INTERVAL)")).otherwise(
+        F.expr(f"CAST('{window} 1 microsecond' AS INTERVAL)")
     )
-    joined = imps.join(clks, condition, "left_outer")
-    # The join alone emits a clicked impression as soon as its click arrives; a session window
-    # of the attribution window's length on impression_time closes exactly when the watermark
-    # passes the impression's window, so every impression is written once, then, with its
-    # earliest click.
-    per_impression = joined.groupBy(
-        "impression_id", "ad_id", "user_id", F.session_window("impression_time", window).alias("attribution_window")
-    ).agg(F.min_by("click_id", "click_time").alias("click_id"), F.min("click_time").alias("click_time"))
-    return per_impression.select(
+    per_impression = events.groupBy(
+        "impression_id", F.session_window("event_time", gap).alias("attribution_window")
+    ).agg(
+        F.min(F.when(~is_click, F.col("event_time"))).alias("impression_time"),
+        F.max(F.when(~is_click, F.col("ad_id"))).alias("ad_id"),
+        F.max(F.when(~is_click, F.col("user_id"))).alias("user_id"),
+        F.collect_list(F.when(is_click, F.struct(F.col("event_time").alias("click_time"), "click_id"))).alias(
+            "clicks"
+        ),
+    )
+    # Sessions of clicks alone (before their impression, outside its window, or of an impression
+    # never seen) have no impression: dropped. A click counts inside [impression_time, + window].
+    shown = F.col("impression_time")
+    in_window = F.filter(
+        "clicks", lambda c: (c["click_time"] >= shown) & (c["click_time"] <= shown + F.expr(f"INTERVAL {window}"))
+    )
+    first = F.array_min(in_window)  # the earliest click (then the smallest click_id)
+    return per_impression.where(shown.isNotNull()).select(
         "impression_id",
         "ad_id",
         "user_id",
-        F.col("attribution_window.start").alias("impression_time"),
-        "click_id",
-        "click_time",
-        F.col("click_id").isNotNull().alias("clicked"),
+        "impression_time",
+        first["click_id"].alias("click_id"),
+        first["click_time"].alias("click_time"),
+        first.isNotNull().alias("clicked"),
     )
 
 
@@ -88,10 +113,11 @@ def attribute_clicks(
     tags={"layer": "gold"},
 )
 def gold_ad_attribution(bronze_ad_impressions: DataFrame, bronze_ad_clicks: DataFrame) -> DataFrame:
-    """One row per impression, written once the watermark has passed its attribution window:
-    its (earliest) click when `click_time` lies in [`impression_time`, `impression_time` + 10
-    minutes], else `clicked = false`. Stream-stream left outer join with watermarks on both
-    sides, then a session window that closes with the impression's window: bounded state."""
+    """One row per impression, written once, in the run whose watermark passes its attribution
+    window: when `impression_time` + 10 minutes < watermark (the minimum over impressions and
+    clicks of the latest event time seen, to the millisecond, minus 1 hour). Its earliest click
+    with `click_time` in [`impression_time`, `impression_time` + 10 minutes], else
+    `clicked = false`. One session window per impression over both streams: bounded state."""
     return attribute_clicks(bronze_ad_impressions, bronze_ad_clicks)
 
 
