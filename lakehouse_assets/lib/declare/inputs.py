@@ -47,6 +47,12 @@ class LandingInput:
 Input = TableInput | LandingInput
 
 
+def is_streaming(source: Input) -> bool:
+    """Whether the input is read as a stream (landing files, streams, change feeds), not as a
+    static snapshot."""
+    return not (isinstance(source, TableInput) and source.mode == "static")
+
+
 def stream(
     table: str,
     *,

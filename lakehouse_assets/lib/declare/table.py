@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, schema_unchanged
 from lakehouse_assets.lib.declare.expectations import Expectation
-from lakehouse_assets.lib.declare.inputs import Input, LandingInput, TableInput, stream
+from lakehouse_assets.lib.declare.inputs import Input, LandingInput, TableInput, is_streaming, stream
 from lakehouse_assets.lib.declare.sinks import AppendSink, RecomputeSink, Sink
 
 OutputMode = Literal["append", "update", "complete"]
@@ -77,7 +77,7 @@ class StreamingTable:
     @property
     def streaming_inputs(self) -> dict[str, Input]:
         """The inputs read as streams (landing files, streams, change feeds): not static ones."""
-        return {p: i for p, i in self.inputs.items() if not (isinstance(i, TableInput) and i.mode == "static")}
+        return {p: i for p, i in self.inputs.items() if is_streaming(i)}
 
     @property
     def outputs(self) -> list[str]:
@@ -107,7 +107,7 @@ def _declared_inputs(fn: Callable[..., DataFrame], inputs: dict[str, Input] | No
 
 
 def _check_recompute(name: str, sink: Sink, inputs: dict[str, Input]) -> None:
-    streams = [p for p, i in inputs.items() if not (isinstance(i, TableInput) and i.mode == "static")]
+    streams = [p for p, i in inputs.items() if is_streaming(i)]
     if isinstance(sink, RecomputeSink) and (len(streams) != 1 or not isinstance(inputs[streams[0]], TableInput)):
         raise TypeError(
             f"{name}: a recompute table reads exactly one Delta table as a stream or change feed "
