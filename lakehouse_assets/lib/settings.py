@@ -41,10 +41,11 @@ class Settings:
     """``LAKEHOUSE_CLASS_ARCHIVE``: ``0`` starts local drivers without the class archive."""
     class_archive_dump: str = ""
     """``LAKEHOUSE_CLASS_ARCHIVE_DUMP``: write a class archive to this path when the driver exits."""
-    spark_server: str = ""
-    """``LAKEHOUSE_SPARK_SERVER``: URL of the warm Spark server that runs tables for steps."""
-    spark_port: int = 15010
-    """``LAKEHOUSE_SPARK_PORT``: port of the warm Spark server."""
+    spark_remote: str = ""
+    """``SPARK_REMOTE`` (PySpark's own variable): the Spark Connect engine every run is a client
+    of (``sc://127.0.0.1:15002``); empty runs an embedded session in the run's process."""
+    engine_port: int = 15002
+    """``LAKEHOUSE_ENGINE_PORT``: the port ``make engine`` serves Spark Connect on."""
     sensor_interval_s: int = 1
     """``LAKEHOUSE_SENSOR_INTERVAL_SECONDS``: minimum seconds between two ticks of a sensor."""
     sensor_settle_s: float = 1.0
@@ -84,8 +85,8 @@ ENV_NAMES: dict[str, str] = {
     "jar_cache": "LAKEHOUSE_JAR_CACHE",
     "class_archive": "LAKEHOUSE_CLASS_ARCHIVE",
     "class_archive_dump": "LAKEHOUSE_CLASS_ARCHIVE_DUMP",
-    "spark_server": "LAKEHOUSE_SPARK_SERVER",
-    "spark_port": "LAKEHOUSE_SPARK_PORT",
+    "spark_remote": "SPARK_REMOTE",
+    "engine_port": "LAKEHOUSE_ENGINE_PORT",
     "sensor_interval_s": "LAKEHOUSE_SENSOR_INTERVAL_SECONDS",
     "sensor_settle_s": "LAKEHOUSE_SENSOR_SETTLE_SECONDS",
     "sensor_max_settle_s": "LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS",

@@ -19,6 +19,7 @@ from lakehouse_assets.lib.declare.expectations import (
 )
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import faults
+from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import BatchHandler
 from lakehouse_assets.lib.engine.report import ExpectationSplit, RunReport, sample_written
 from lakehouse_assets.lib.engine.writes import BatchWrite, append_batch, write_batch
@@ -88,15 +89,17 @@ def write_quarantine(
 
 def prepare_batches(
     spark: SparkSession, paths: LakehousePaths, table: StreamingTable, inputs: dict[str, DataFrame],
-    report: RunReport, app_id: str,
+    ledger: BatchLedger, app_id: str,
 ) -> PreparedQuery:  # fmt: skip
     """The per-batch strategy (append and merge sinks): the function runs on the stream, each
-    micro-batch's rows are split by the expectations and written as they come."""
+    micro-batch's rows are split by the expectations and written as they come; each batch's
+    figures go to ``ledger``."""
     stream = table.transform(**inputs)
     columns = table.columns or [c for c in stream.columns if not c.startswith("__lh_")]
     publish: Callable[[DataFrame], DataFrame] = table.publish or (lambda df: df.select(*columns))
 
     def handle(batch: DataFrame, batch_id: int) -> None:
+        report = RunReport(table.name)
         flagged = with_expectation_flags(batch, table.expectations).persist()
         try:
             split = evaluate_expectations(table, flagged, report)
@@ -116,6 +119,7 @@ def prepare_batches(
             report.rows_read += split.rows
             report.rows_written += written
             report.rows_quarantined += n_quarantined
+            ledger.record(batch_id, report)
         finally:
             flagged.unpersist()
 

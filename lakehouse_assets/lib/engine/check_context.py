@@ -35,12 +35,12 @@ class CheckContext:
         """The table's current Delta version (read once per step: checks run after the writes)."""
         name = name or self.table
         if name not in self._versions:
-            self._versions[name] = delta_log.delta_version(self.spark, self.paths.table(name)) or 0
+            self._versions[name] = delta_log.delta_version(self.paths.table(name)) or 0
         return self._versions[name]
 
     def table_id(self, name: str | None = None) -> str | None:
         """The Delta table's id (another id at the same path means another table)."""
-        return delta_log.delta_table_id(self.spark, self.paths.table(name or self.table))
+        return delta_log.delta_table_id(self.paths.table(name or self.table))
 
     def unchanged(self, name: str | None = None) -> bool:
         """The table is still at the version of its last materialization: no row changed since,

@@ -6,12 +6,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import StructType
 
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -20,19 +19,15 @@ def query_checkpoint(paths: LakehousePaths, table: StreamingTable) -> str:
     return f"{paths.checkpoint(table.name)}/query"
 
 
-def app_id(spark: SparkSession, paths: LakehousePaths, table: StreamingTable) -> str:
+def app_id(paths: LakehousePaths, table: StreamingTable) -> str:
     """Identity of the table's checkpoint: new after a full refresh, stable across restarts,
     so Delta's txnVersion dedup never skips a batch of a rebuilt table."""
     path = f"{paths.checkpoint(table.name)}/app_id"
-    identity = storage.read_text(spark, path)
+    identity = storage.read_text(path)
     if not identity:
         identity = f"{table.name}-{uuid.uuid4()}"
-        storage.write_text(spark, path, identity)
+        storage.write_text(path, identity)
     return identity.strip()
-
-
-def _nullable(schema: StructType) -> StructType:
-    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
 
 
 def ensure_table(
@@ -41,37 +36,32 @@ def ensure_table(
     """Create the Delta table ``name`` (the table itself when ``main``, else its quarantine)
     with change data feed on, unless it exists."""
     path = paths.table(name)
-    if DeltaTable.isDeltaTable(spark, path):
+    if delta_sql.is_delta_table(path):
         return
-    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(_nullable(schema))
-    if main and table.partition_by:
-        builder = builder.partitionedBy(*table.partition_by)
     properties = {"delta.enableChangeDataFeed": "true"}
     properties.update(table.table_properties if main else {})
-    for key, value in properties.items():
-        builder = builder.property(key, value)
-    builder.execute()
+    delta_sql.create_table(spark, path, schema, table.partition_by if main else [], properties)
 
 
 def full_refresh(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Callable[[str], None]) -> None:
     """Forget the checkpoint and empty the outputs; keeping the tables' identity lets
     downstream change-feed readers see the rebuild as deletes and inserts."""
     log(f"{table.name}: full refresh: resetting checkpoint and emptying {table.outputs}")
-    storage.delete(spark, paths.checkpoint(table.name))
+    storage.delete(paths.checkpoint(table.name))
     for name in table.outputs:
         path = paths.table(name)
-        if DeltaTable.isDeltaTable(spark, path):
-            DeltaTable.forPath(spark, path).delete()
+        if delta_sql.is_delta_table(path):
+            delta_sql.delete_all_rows(spark, path)
 
 
 def guard_checkpoint(spark: SparkSession, paths: LakehousePaths, table: StreamingTable) -> None:
     """Refuse to restart from nothing into a table that already holds rows: without its
     checkpoint the query would re-read every input and duplicate data."""
-    if storage.exists(spark, f"{query_checkpoint(paths, table)}/metadata"):
+    if storage.exists(f"{query_checkpoint(paths, table)}/metadata"):
         return
     for name in table.outputs:
         path = paths.table(name)
-        if DeltaTable.isDeltaTable(spark, path) and not spark.read.format("delta").load(path).isEmpty():
+        if delta_sql.is_delta_table(path) and not spark.read.format("delta").load(path).isEmpty():
             raise LakehouseError(
                 f"{table.name}: its checkpoint is missing ({paths.checkpoint(table.name)}) but "
                 f"{name} already holds rows, so a restart would duplicate data. Run a full refresh "

@@ -6,21 +6,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyspark.sql import SparkSession
-
 from lakehouse_assets.lib.engine.storage import list_names, read_text
 
 
-def delta_version(spark: SparkSession, table_path: str) -> int | None:
+def delta_version(table_path: str) -> int | None:
     """The latest committed version of the Delta table at ``table_path``, read from its log's
     listing: no Spark job (``DeltaTable.history`` costs one, ~0.8 s warm on 2 cores)."""
-    versions = _commit_versions(spark, table_path)
+    versions = _commit_versions(table_path)
     return versions[-1] if versions else None
 
 
-def _commit_versions(spark: SparkSession, table_path: str) -> list[int]:
+def _commit_versions(table_path: str) -> list[int]:
     """The versions of the commit files in the table's log, ascending."""
-    names = list_names(spark, f"{table_path}/_delta_log")
+    names = list_names(f"{table_path}/_delta_log")
     return sorted(int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
 
 
@@ -28,20 +26,20 @@ def _numeric(metrics: dict[str, Any] | None) -> dict[str, int]:
     return {k: int(v) for k, v in (metrics or {}).items() if str(v).lstrip("-").isdigit()}
 
 
-def delta_table_id(spark: SparkSession, table_path: str) -> str | None:
+def delta_table_id(table_path: str) -> str | None:
     """The Delta table's id from the earliest commit in its log that records its metadata;
     None when the log no longer holds one (older commits cleaned up: ask Delta instead)."""
-    for version in _commit_versions(spark, table_path)[:10]:  # version 0 records it; a cleaned-up log rarely has it elsewhere
-        for line in (read_text(spark, f"{table_path}/_delta_log/{version:020d}.json") or "").splitlines():
+    for version in _commit_versions(table_path)[:10]:  # version 0 records it; a cleaned-up log rarely has it elsewhere
+        for line in (read_text(f"{table_path}/_delta_log/{version:020d}.json") or "").splitlines():
             action = json.loads(line) if line.strip() else {}
             if "metaData" in action:
                 return str(action["metaData"]["id"])
     return None
 
 
-def delta_commit_info(spark: SparkSession, table_path: str, version: int) -> dict[str, Any] | None:
+def delta_commit_info(table_path: str, version: int) -> dict[str, Any] | None:
     """The ``commitInfo`` Delta recorded in the commit ``version`` (None when the log lacks it)."""
-    text = read_text(spark, f"{table_path}/_delta_log/{version:020d}.json") or ""
+    text = read_text(f"{table_path}/_delta_log/{version:020d}.json") or ""
     for line in text.splitlines():
         action = json.loads(line) if line.strip() else {}
         if "commitInfo" in action:
@@ -49,22 +47,22 @@ def delta_commit_info(spark: SparkSession, table_path: str, version: int) -> dic
     return None
 
 
-def delta_commit_metrics(spark: SparkSession, table_path: str, version: int) -> dict[str, int]:
+def delta_commit_metrics(table_path: str, version: int) -> dict[str, int]:
     """The numeric ``operationMetrics`` Delta recorded in the commit ``version``."""
-    return _numeric((delta_commit_info(spark, table_path, version) or {}).get("operationMetrics"))
+    return _numeric((delta_commit_info(table_path, version) or {}).get("operationMetrics"))
 
 
 # Operations that rewrite files or change table settings without adding or removing rows.
 _ROWS_UNCHANGED = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"}
 
 
-def delta_row_count(spark: SparkSession, table_path: str, known: int, since: int, version: int) -> int | None:
+def delta_row_count(table_path: str, known: int, since: int, version: int) -> int | None:
     """The row count at ``version``, from the count ``known`` at version ``since`` and the row
     metrics of the commits in between (no Spark job); None when a commit's effect on the count
     cannot be read from its metrics (then count the table)."""
     count = known
     for v in range(since + 1, version + 1):
-        info = delta_commit_info(spark, table_path, v)
+        info = delta_commit_info(table_path, v)
         if info is None:
             return None
         operation, mode = info.get("operation"), (info.get("operationParameters") or {}).get("mode")

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine import delta_log, storage
+from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
@@ -48,20 +47,18 @@ def idle_input(spark: SparkSession, paths: LakehousePaths, table: StreamingTable
     if len(streams) != 1:
         return None
     query = query_checkpoint(paths, table)
-    ids = [int(n) for n in storage.list_names(spark, f"{query}/offsets") if n.isdigit()]
+    ids = [int(n) for n in storage.list_names(f"{query}/offsets") if n.isdigit()]
     if not ids:
         return None
     last = max(ids)
-    committed = storage.exists(spark, f"{query}/commits/{last}")
+    committed = storage.exists(f"{query}/commits/{last}")
     source = paths.table(streams[0].table)
-    latest = delta_log.delta_version(spark, source)
+    latest = delta_log.delta_version(source)
     if not committed or latest is None:
         return None
     # From the logs, not through Delta: in a cold JVM Delta's first use of a table costs seconds.
-    if any(delta_log.delta_version(spark, paths.table(name)) is None for name in table.outputs):
+    if any(delta_log.delta_version(paths.table(name)) is None for name in table.outputs):
         return None
-    table_id = delta_log.delta_table_id(spark, source) or (
-        DeltaTable.forPath(spark, source).detail().select("id").first()[0]
-    )
-    offsets = (storage.read_text(spark, f"{query}/offsets/{last}") or "").strip().splitlines()
+    table_id = delta_log.delta_table_id(source) or delta_sql.table_id(spark, source)
+    offsets = (storage.read_text(f"{query}/offsets/{last}") or "").strip().splitlines()
     return streams[0].table if idle_stream_input(offsets, committed, latest, table_id) else None

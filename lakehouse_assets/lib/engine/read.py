@@ -6,13 +6,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
@@ -39,7 +38,7 @@ def reject_outside_links(paths: LakehousePaths, landing_path: str, log: Log) -> 
 
 def read_landing(spark: SparkSession, paths: LakehousePaths, source: LandingInput, log: Log) -> DataFrame:
     path = paths.landing(source.source)
-    storage.make_dirs(spark, path)
+    storage.make_dirs(path)
     reject_outside_links(paths, path, log)
     # A landed file removed after a failed batch planned it (say a corrupt gzip the user
     # deleted) must not wedge the retry; complete files are immutable otherwise.
@@ -63,7 +62,7 @@ def read_landing(spark: SparkSession, paths: LakehousePaths, source: LandingInpu
 
 def require_table(spark: SparkSession, paths: LakehousePaths, name: str, reader: str) -> str:
     path = paths.table(name)
-    if not DeltaTable.isDeltaTable(spark, path):
+    if not delta_sql.is_delta_table(path):
         raise LakehouseError(
             f"{reader} reads {name}, which does not exist yet at {path}: "
             f"materialize {name} first (for example --select '+{reader}')."
@@ -74,7 +73,7 @@ def require_table(spark: SparkSession, paths: LakehousePaths, name: str, reader:
 def read_table(spark: SparkSession, paths: LakehousePaths, source: TableInput, reader_name: str) -> DataFrame:
     if source.mode == "static":
         path = paths.table(source.table)
-        if source.schema_if_missing and not DeltaTable.isDeltaTable(spark, path):
+        if source.schema_if_missing and not delta_sql.is_delta_table(path):
             return spark.createDataFrame([], source.schema_if_missing)
         return spark.read.format("delta").load(require_table(spark, paths, source.table, reader_name))
     path = require_table(spark, paths, source.table, reader_name)

@@ -19,6 +19,7 @@ from lakehouse_assets.lib.declare.sinks import RecomputeSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.batch import PreparedQuery, evaluate_expectations, quarantine_schema, write_quarantine
+from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.report import RunReport, sample_written
 from lakehouse_assets.lib.engine.writes import BatchWrite, replace_rows_for_keys
 from lakehouse_assets.lib.settings import LakehousePaths
@@ -71,10 +72,11 @@ def recompute_keys(
 
 def prepare_recompute(
     spark: SparkSession, paths: LakehousePaths, table: StreamingTable, inputs: dict[str, DataFrame],
-    report: RunReport, app_id: str,
+    ledger: BatchLedger, app_id: str,
 ) -> PreparedQuery:  # fmt: skip
     """The recompute strategy: the stream carries only the input's new rows; the handler
-    recomputes the keys they touch (see the module's docstring)."""
+    recomputes the keys they touch (see the module's docstring) and records the batch's figures
+    in ``ledger``."""
     sink = table.sink
     assert isinstance(sink, RecomputeSink)
     (param,) = table.streaming_inputs
@@ -94,12 +96,7 @@ def prepare_recompute(
         kept, _, _ = split_by_expectations(with_expectation_flags(rows, expectations), expectations)
         return kept
 
-    def keep_sample(rows: DataFrame) -> None:
-        sample = sample_written(rows)
-        if sample.rows:  # (no rows recomputed: the metadata reads the table for its preview)
-            report.written[table.name] = sample
-
-    def check_expectations(changes: DataFrame, batch_id: int) -> None:
+    def check_expectations(changes: DataFrame, batch_id: int, report: RunReport) -> None:
         flagged = with_expectation_flags(rows_of(changes), expectations).persist()
         try:
             split = evaluate_expectations(table, flagged, report)
@@ -109,13 +106,20 @@ def prepare_recompute(
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         session = batch.sparkSession
+        report = RunReport(table.name)
+
+        def keep_sample(rows: DataFrame) -> None:
+            sample = sample_written(rows)
+            if sample.rows:  # (no rows recomputed: the metadata reads the table for its preview)
+                report.written[table.name] = sample
+
         changes = _without_cdf(batch).persist()
         try:
             rows = changes.count()
             if rows == 0:
                 return
             if expectations:
-                check_expectations(changes, batch_id)
+                check_expectations(changes, batch_id, report)
             current = session.read.format("delta").load(input_path)
             write = BatchWrite(session, paths.table(table.name), app_id, batch_id)
             written = recompute_keys(sink, changes, current, passing, write, on_written=keep_sample)
@@ -123,6 +127,7 @@ def prepare_recompute(
             report.batches += 1
             report.rows_read += rows
             report.rows_written += written
+            ledger.record(batch_id, report)
         finally:
             changes.unpersist()
 

@@ -15,6 +15,7 @@ from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
 from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, guard_checkpoint, query_checkpoint
 from lakehouse_assets.lib.engine.idle import idle_input
+from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
@@ -65,10 +66,14 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log:
     else:
         strategy = prepare_recompute if isinstance(table.sink, RecomputeSink) else prepare_batches
         inputs = read_inputs(spark, paths, table, log)
-        prepared = strategy(spark, paths, table, inputs, report, app_id(spark, paths, table))
+        ledger = BatchLedger.for_run(paths.checkpoint(table.name))
+        prepared = strategy(spark, paths, table, inputs, ledger, app_id(paths, table))
         if prepared.quarantine_schema is not None and table.quarantine:
             ensure_table(spark, paths, table.quarantine.table, prepared.quarantine_schema, table, main=False)
         ensure_table(spark, paths, table.name, prepared.output_schema, table, main=True)
-        run_query(prepared.stream, table, prepared.handler, query_checkpoint(paths, table), report, log)
+        try:
+            run_query(prepared.stream, table, prepared.handler, query_checkpoint(paths, table), report, log)
+        finally:
+            ledger.add_up(report)
     report.duration_s = round(time.monotonic() - started, 3)
     return report

@@ -1,4 +1,5 @@
-"""Small file operations on the data root through Hadoop's FileSystem, so URIs work too."""
+"""Small file operations on the data root through ``pyarrow.fs``: local paths and URIs alike,
+from any process (a Spark Connect client has no JVM to ask)."""
 
 from __future__ import annotations
 
@@ -6,62 +7,85 @@ import fcntl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyarrow import fs as pafs
 
 
-def _fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm = spark._jvm  # noqa: SLF001 - Hadoop FS has no Python API
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath  # noqa: SLF001
+@lru_cache(maxsize=16)
+def _filesystem(scheme_and_authority: str) -> pafs.FileSystem:
+    filesystem, _ = pafs.FileSystem.from_uri(scheme_and_authority)
+    return filesystem
 
 
-def exists(spark: SparkSession, path: str) -> bool:
-    fs, hpath = _fs(spark, path)
-    return bool(fs.exists(hpath))
+def resolve(path: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem holding ``path`` and the path within it. ``s3a://`` (Hadoop's name for
+    S3) is read as ``s3://``."""
+    if "://" not in path:
+        return _filesystem("file:///"), str(Path(path.removeprefix("file:")).absolute())
+    scheme, rest = path.split("://", 1)
+    if scheme == "file":
+        return _filesystem("file:///"), "/" + rest.lstrip("/")
+    scheme = "s3" if scheme == "s3a" else scheme
+    authority = rest.split("/", 1)[0]
+    filesystem = _filesystem(f"{scheme}://{authority}")
+    return filesystem, rest.rstrip("/")
 
 
-def make_dirs(spark: SparkSession, path: str) -> None:
+def _info(path: str) -> tuple[pafs.FileSystem, str, pafs.FileInfo]:
+    filesystem, inner = resolve(path)
+    return filesystem, inner, filesystem.get_file_info(inner)
+
+
+def exists(path: str) -> bool:
+    return _info(path)[2].type != pafs.FileType.NotFound
+
+
+def make_dirs(path: str) -> None:
     """Create the folder ``path`` (and its parents) unless it exists."""
-    fs, hpath = _fs(spark, path)
-    if not fs.exists(hpath):
-        fs.mkdirs(hpath)
+    filesystem, inner = resolve(path)
+    filesystem.create_dir(inner, recursive=True)
 
 
-def delete(spark: SparkSession, path: str) -> None:
-    fs, hpath = _fs(spark, path)
-    if fs.exists(hpath):
-        fs.delete(hpath, True)
+def delete(path: str) -> None:
+    """Delete the file or folder ``path`` (nothing when it does not exist)."""
+    filesystem, inner, info = _info(path)
+    if info.type == pafs.FileType.Directory:
+        filesystem.delete_dir(inner)
+    elif info.type == pafs.FileType.File:
+        filesystem.delete_file(inner)
 
 
-def list_names(spark: SparkSession, path: str) -> list[str]:
-    """Names of the entries of the folder ``path`` (empty when it does not exist)."""
-    fs, hpath = _fs(spark, path)
-    if not fs.exists(hpath):
+def list_entries(path: str, recursive: bool = False) -> list[pafs.FileInfo]:
+    """The entries under the folder ``path`` (empty when it does not exist)."""
+    filesystem, inner, info = _info(path)
+    if info.type != pafs.FileType.Directory:
         return []
-    return [str(status.getPath().getName()) for status in fs.listStatus(hpath)]
+    return filesystem.get_file_info(pafs.FileSelector(inner, recursive=recursive, allow_not_found=True))
 
 
-def read_text(spark: SparkSession, path: str) -> str | None:
-    fs, hpath = _fs(spark, path)
-    if not fs.exists(hpath):
+def list_names(path: str) -> list[str]:
+    """Names of the entries of the folder ``path`` (empty when it does not exist)."""
+    return [entry.base_name for entry in list_entries(path)]
+
+
+def read_text(path: str) -> str | None:
+    filesystem, inner, info = _info(path)
+    if info.type != pafs.FileType.File:
         return None
-    stream = fs.open(hpath)
-    try:
-        return str(spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))  # noqa: SLF001
-    finally:
-        stream.close()
+    with filesystem.open_input_stream(inner) as stream:
+        return stream.read().decode("utf-8")
 
 
-def write_text(spark: SparkSession, path: str, text: str) -> None:
-    fs, hpath = _fs(spark, path)
-    out = fs.create(hpath, True)
-    try:
-        out.write(bytearray(text.encode("utf-8")))
-    finally:
-        out.close()
+def write_text(path: str, text: str) -> None:
+    filesystem, inner = resolve(path)
+    parent = inner.rsplit("/", 1)[0]
+    if parent:
+        filesystem.create_dir(parent, recursive=True)
+    with filesystem.open_output_stream(inner) as stream:
+        stream.write(text.encode("utf-8"))
 
 
 @contextmanager

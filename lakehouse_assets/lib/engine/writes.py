@@ -11,13 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
 from lakehouse_assets.lib.declare.sinks import AppendSink, MergeSink, Sink
-from lakehouse_assets.lib.engine import delta_log
+from lakehouse_assets.lib.engine import delta_sql
 
 DELETE_FLAG = "__lh_delete"
 
@@ -55,11 +54,6 @@ def append_batch(df: DataFrame, write: BatchWrite) -> None:
     )
 
 
-def last_commit_metrics(spark: SparkSession, path: str) -> dict[str, int]:
-    version = delta_log.delta_version(spark, path)
-    return {} if version is None else delta_log.delta_commit_metrics(spark, path, version)
-
-
 def _orderable(df: DataFrame) -> list[str]:
     unorderable = (MapType, ArrayType, StructType)
     return [f.name for f in df.schema.fields if not isinstance(f.dataType, unorderable)]
@@ -83,15 +77,14 @@ def merge_batch(sink: MergeSink, batch: DataFrame, write: BatchWrite) -> int:
         order = ["__lh_seq"]
     source = keep_one_per_key(batch, sink.keys, order).drop("__lh_seq")
     condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in sink.keys)
-    merge = DeltaTable.forPath(write.spark, write.path).alias("t").merge(source.alias("s"), condition)
+    clauses = []
     if sink.when_matched == "update":
-        newer = f"s.`{sink.sequence_by}` > t.`{sink.sequence_by}`" if sink.sequence_by else None
-        merge = merge.whenMatchedUpdateAll(condition=newer)
-    merge = merge.whenNotMatchedInsertAll()
+        newer = f" AND s.`{sink.sequence_by}` > t.`{sink.sequence_by}`" if sink.sequence_by else ""
+        clauses.append(f"WHEN MATCHED{newer} THEN UPDATE SET *")
+    clauses.append("WHEN NOT MATCHED THEN INSERT *")
     with idempotent_dml(write):
-        merge.execute()
-    metrics = last_commit_metrics(write.spark, write.path)
-    return metrics.get("numTargetRowsInserted", 0) + metrics.get("numTargetRowsUpdated", 0)
+        metrics = delta_sql.merge(source, write.path, condition, clauses)
+    return metrics.get("num_inserted_rows", 0) + metrics.get("num_updated_rows", 0)
 
 
 def write_batch(sink: Sink, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
@@ -114,26 +107,22 @@ def replace_rows_for_keys(
 ) -> int:
     """In one MERGE, make the target's rows for the ``touched`` keys equal ``new_rows``:
     update changed rows, insert new ones, delete those that no longer exist."""
-    target = DeltaTable.forPath(write.spark, write.path)
     columns = new_rows.columns
-    existing = target.toDF().join(touched, keys, "left_semi").select(*merge_on)
+    target = write.spark.read.format("delta").load(write.path)
+    existing = target.join(touched, keys, "left_semi").select(*merge_on)
     stale = existing.join(new_rows.select(*merge_on), merge_on, "left_anti")
     source = new_rows.withColumn(DELETE_FLAG, F.lit(False)).unionByName(
         stale.withColumn(DELETE_FLAG, F.lit(True)), allowMissingColumns=True
     )
     on = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in merge_on)
     changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in columns if c not in merge_on)
-    merge = (
-        target.alias("t")
-        .merge(source.alias("s"), on)
-        .whenMatchedDelete(condition=f"s.{DELETE_FLAG}")
-    )
+    clauses = [f"WHEN MATCHED AND s.{DELETE_FLAG} THEN DELETE"]
     if changed:
-        merge = merge.whenMatchedUpdate(condition=changed, set={c: f"s.`{c}`" for c in columns})
-    merge = merge.whenNotMatchedInsert(
-        condition=f"NOT s.{DELETE_FLAG}", values={c: f"s.`{c}`" for c in columns}
+        clauses.append(f"WHEN MATCHED AND ({changed}) THEN UPDATE SET " + ", ".join(f"`{c}` = s.`{c}`" for c in columns))
+    clauses.append(
+        f"WHEN NOT MATCHED AND NOT s.{DELETE_FLAG} THEN INSERT ({', '.join(f'`{c}`' for c in columns)}) "
+        f"VALUES ({', '.join(f's.`{c}`' for c in columns)})"
     )
     with idempotent_dml(write):
-        merge.execute()
-    metrics = last_commit_metrics(write.spark, write.path)
-    return sum(metrics.get(k, 0) for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"))
+        metrics = delta_sql.merge(source, write.path, on, clauses)
+    return sum(metrics.get(k, 0) for k in ("num_inserted_rows", "num_updated_rows", "num_deleted_rows"))

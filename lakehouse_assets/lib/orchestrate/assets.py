@@ -13,8 +13,7 @@ from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import LakehouseError
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableEvent, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
-from lakehouse_assets.lib.orchestrate.warm_spark import ServerUnavailable, remote_table_events
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.settings import LakehousePaths
 
 KINDS = {"spark", "delta"}
 
@@ -119,20 +118,6 @@ def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcom
     )
 
 
-def _events(
-    table: StreamingTable, request: TableRequest, spark: LazyPySparkResource, paths: LakehousePaths, log: Any
-) -> Iterator[TableEvent]:
-    """From the warm Spark server when one is configured and takes the step, else in this process."""
-    url = current().spark_server
-    if url:
-        try:
-            yield from remote_table_events(url, paths, request, log)
-            return
-        except ServerUnavailable as reason:
-            log(f"{table.name}: running in this process: {reason}")
-    yield from table_events(spark.spark_session, paths, table, request, log)
-
-
 def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.AssetsDefinition:
     """One Dagster multi-asset per streaming table: the table and its quarantine table."""
     checks_by_name = {c.name: c for c in table.all_checks}
@@ -164,7 +149,7 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
             previous_checks={} if fresh else _previous_checks(context.instance, table, checks),
         )
         try:
-            for event in _events(table, request, spark, lakehouse.paths, context.log.info):
+            for event in table_events(spark.spark_session, lakehouse.paths, table, request, context.log.info):
                 if isinstance(event, Materialized):
                     yield dg.MaterializeResult(asset_key=event.asset, metadata=event.metadata)
                 else:

@@ -1,8 +1,8 @@
-"""One table's materialization as a stream of plain events, wherever its Spark session lives.
+"""One table's materialization as a stream of plain events, on an embedded session or as a
+client of a Spark Connect engine alike.
 
-The Dagster asset turns these events into ``MaterializeResult`` / ``AssetCheckResult``; the warm
-Spark server (:mod:`lakehouse_assets.lib.orchestrate.warm_spark`) runs the same function and sends the events
-over the wire. Nothing here knows about Dagster's context, so both paths are the same code.
+The Dagster asset turns these events into ``MaterializeResult`` / ``AssetCheckResult``; nothing
+here knows about Dagster's context, so scripts and tests can run a table the same way.
 """
 
 from __future__ import annotations

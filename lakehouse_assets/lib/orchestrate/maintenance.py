@@ -16,11 +16,10 @@ from collections.abc import Sequence
 
 import dagster as dg
 from dagster_pyspark import LazyPySparkResource
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -42,22 +41,16 @@ class MaintenanceConfig(dg.Config):
 
 def storage_stats(spark: SparkSession, path: str) -> dict[str, int]:
     """Active files/bytes of the current version, and all data files on storage."""
-    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").select("numFiles", "sizeInBytes").first()
-    jvm = spark._jvm  # noqa: SLF001 - Hadoop FS has no Python API
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+    detail = delta_sql.detail(spark, path)
     files, size = 0, 0
-    it = fs.listFiles(hpath, True)
-    while it.hasNext():
-        status = it.next()
-        relative = str(status.getPath().toUri().getPath())
-        if "/_delta_log/" in relative or status.getPath().getName().endswith(".crc"):
+    for entry in storage.list_entries(path, recursive=True):
+        if not entry.is_file or "/_delta_log/" in entry.path or entry.base_name.endswith(".crc"):
             continue
         files += 1
-        size += int(status.getLen())
+        size += int(entry.size or 0)
     return {
-        "active_files": int(detail["numFiles"] or 0),
-        "active_bytes": int(detail["sizeInBytes"] or 0),
+        "active_files": int(detail.get("numFiles") or 0),
+        "active_bytes": int(detail.get("sizeInBytes") or 0),
         "stored_files": files,
         "stored_bytes": size,
     }
@@ -68,19 +61,18 @@ def maintain_table(
 ) -> dict[str, int | float] | None:
     """OPTIMIZE and VACUUM one Delta table; the before/after figures, or None if it is missing."""
     path = paths.table(name)
-    if not DeltaTable.isDeltaTable(spark, path):
+    if not delta_sql.is_delta_table(path):
         log(f"{name}: no Delta table at {path} yet; nothing to maintain")
         return None
     started = time.monotonic()
     before = storage_stats(spark, path)
-    table = DeltaTable.forPath(spark, path)
     compacted: dict[str, int] = {"files_removed": 0, "files_added": 0}
     if config.optimize:
-        metrics = table.optimize().executeCompaction().select("metrics.numFilesRemoved", "metrics.numFilesAdded").first()
-        compacted = {"files_removed": int(metrics[0] or 0), "files_added": int(metrics[1] or 0)}
+        removed, added = delta_sql.optimize(spark, path)
+        compacted = {"files_removed": removed, "files_added": added}
         log(f"{name}: OPTIMIZE compacted {compacted['files_removed']} files into {compacted['files_added']}")
     if config.vacuum:
-        table.vacuum(float(config.retention_hours))
+        delta_sql.vacuum(spark, path, float(config.retention_hours))
         log(f"{name}: VACUUM with a retention of {config.retention_hours} hours")
     after = storage_stats(spark, path)
     log(f"{name}: {before['stored_files']} -> {after['stored_files']} files on storage")

@@ -41,7 +41,7 @@ def table_metadata(
     run hands over ``written`` (a sample of what it wrote), schema and preview come from that
     sample: the table is not read back at all. A real count and read when the commits' metrics
     are unclear."""
-    version = delta_log.delta_version(spark, path)
+    version = delta_log.delta_version(path)
     base = {"dagster/uri": dg.MetadataValue.path(path), "delta_version": dg.MetadataValue.int(int(version or 0))}
     previous = previous or {}
     recorded = "delta_version" in previous and "dagster/row_count" in previous
@@ -55,7 +55,7 @@ def table_metadata(
     # The recorded count plus the commits since (from an empty table when the run hands over what
     # it wrote on a first run); None when a commit's effect on the count is unclear.
     count = (
-        delta_log.delta_row_count(spark, path, known, since, version)
+        delta_log.delta_row_count(path, known, since, version)
         if version is not None and since <= version and (recorded or written is not None)
         else None
     )

@@ -57,18 +57,14 @@ def driver_options(jars: list[str]) -> list[str]:
 
 
 def stop_and_dump() -> None:
-    """End a training process: stop the session and let the driver JVM exit by itself, which is
-    when it writes the archive (a killed JVM writes nothing)."""
+    """End a training process: stop the session; the driver JVM then exits by itself when this
+    process ends and closes its stdin (PySpark's own shutdown signal), which is when it writes
+    the archive (a killed JVM writes nothing). :func:`build` waits for both."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession  # type: ignore[attr-defined]
-    if spark is None:
-        return
-    jvm = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]
-    spark.stop()
-    # The driver exits when its stdin closes: PySpark's own shutdown signal.
-    jvm.stdin.close()
-    jvm.wait(timeout=600)
+    if spark is not None:
+        spark.stop()
 
 
 def install(partial: Path, target: Path) -> bool:
@@ -101,8 +97,8 @@ def build(training_module: str) -> int:
     partial = target.with_suffix(f".{os.getpid()}.partial")
     started = time.monotonic()
     print(f"class archive: one training run of {training_module} (about two minutes on 2 cores, once)...", flush=True)
-    # In this process, never on a warm Spark server; a new session so a hang can be killed whole.
-    env = {k: v for k, v in os.environ.items() if k != "LAKEHOUSE_SPARK_SERVER"}
+    # An embedded driver (never a Spark Connect engine); a new session so a hang can be killed whole.
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
     env |= {"SPARK_LOG_LEVEL": "ERROR", DUMP_ENV: str(partial)}
     command = [sys.executable, "-m", training_module]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,

@@ -18,7 +18,7 @@ from lakehouse_assets.lib.spark.jars import cached_jars
 
 
 def spark_conf(
-    master: str | None = None, extra: dict[str, Any] | None = None, require_jars: bool = True
+    master: str | None = None, extra: dict[str, Any] | None = None, require_jars: bool = True, class_archive_ok: bool = True
 ) -> dict[str, Any]:
     """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores; a
     local driver maps its classes from the setup-time class archive (:mod:`.class_archive`).
@@ -33,7 +33,7 @@ def spark_conf(
     local = master == "local" or master.startswith("local[")
     jars = cached_jars() if require_jars else []
     java_options = [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}"]
-    if local and jars:
+    if local and jars and class_archive_ok:
         # On the driver's class path (not spark.jars) Delta's classes can come from the class
         # archive too; a local driver is its own executor, so nothing else needs them.
         java_options += class_archive.driver_options(jars)
@@ -66,6 +66,7 @@ def spark_conf(
         "spark.databricks.delta.snapshotPartitions": settings.spark_shuffle_partitions,
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
         "spark.driver.memory": settings.spark_driver_memory,
+        "spark.log.level": settings.spark_log_level,
     }
     if master.startswith("local"):
         # A local driver talks only to itself: bind to loopback, never to a public interface.
@@ -79,13 +80,16 @@ def spark_conf(
 
 
 def get_spark(extra: dict[str, Any] | None = None) -> SparkSession:
-    """The process's SparkSession, created with :func:`spark_conf` on first use."""
+    """The process's SparkSession: a client of the Spark Connect engine at ``SPARK_REMOTE`` when
+    it is set (no JVM in this process; the engine's launch holds the settings), else an
+    embedded session created with :func:`spark_conf` on first use."""
+    remote = current().spark_remote
+    if remote:
+        return SparkSession.builder.remote(remote).getOrCreate()
     builder = SparkSession.builder
     for key, value in spark_conf(extra=extra).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(current().spark_log_level)
-    return spark
+    return builder.getOrCreate()
 
 
 class SparkResource(LazyPySparkResource):

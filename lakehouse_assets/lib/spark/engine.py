@@ -1,0 +1,149 @@
+"""The Spark Connect engine: Spark's own long-lived driver (``SparkConnectServer``), launched with
+the project's Spark settings, that every run attaches to as a thin client (``SPARK_REMOTE``).
+
+    python -m lakehouse_assets.lib.spark.engine [--port 15002] [--master spark://host:7077]
+
+runs it in the foreground (``make engine``) and prints its ``sc://`` URL once it serves.
+:class:`Engine` starts and stops one from tests and scripts. Static settings (extensions,
+catalog, memory, master) are the launch's; a client may change only SQL settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.spark.session import spark_conf
+
+CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def engine_command(port: int, master: str | None = None) -> list[str]:
+    """``spark-submit`` of the Connect server on 127.0.0.1:``port`` with :func:`spark_conf`."""
+    conf = spark_conf(master=master, class_archive_ok=False)
+    conf |= {
+        "spark.app.name": "lakehouse_assets-engine",
+        "spark.connect.grpc.binding.address": current().spark_local_ip,
+        "spark.connect.grpc.binding.port": str(port),
+    }
+    if not str(conf["spark.master"]).startswith("local"):
+        # Executors on other JVMs need Delta's jars shipped to them, not only the driver's class path.
+        jars = str(conf.pop("spark.jars", ""))
+        conf["spark.driver.extraClassPath"] = jars.replace(",", os.pathsep)
+        conf["spark.jars"] = jars
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    command = [str(spark_submit), "--class", CONNECT_SERVER]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
+def engine_env() -> dict[str, str]:
+    """The server's environment: its Python workers (``foreachBatch`` handlers, UDFs) run this
+    virtualenv's Python and import this checkout, like the clients."""
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env |= {
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(python_path),
+        "SPARK_LOCAL_IP": current().spark_local_ip,
+    }
+    return env
+
+
+def serving(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((host, port)) == 0
+
+
+class Engine:
+    """A Connect server in its own process group, for tests and scripts.
+
+    :param port: the port to serve on.
+    :param master: the Spark master (default ``SPARK_MASTER``, ``local[*]``).
+    :param log: where the server's output goes (default: this process's output).
+    """
+
+    def __init__(self, port: int, master: str | None = None, log: IO[bytes] | None = None) -> None:
+        self.port = port
+        self.master = master
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://{current().spark_local_ip}:{self.port}"
+
+    def start(self, timeout: float = 180) -> Engine:
+        self.process = subprocess.Popen(
+            engine_command(self.port, self.master), cwd=REPO_ROOT, env=engine_env(),
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while not serving(self.port, current().spark_local_ip):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Spark Connect engine exited with {self.process.returncode} before serving")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"the Spark Connect engine did not serve on port {self.port} in {timeout:.0f}s")
+            time.sleep(0.5)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the server and its Python workers (an engine crash)."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+    def __enter__(self) -> Engine:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run the Spark Connect engine in the foreground.")
+    parser.add_argument("--port", type=int, default=current().engine_port, help="port to serve on (LAKEHOUSE_ENGINE_PORT)")
+    parser.add_argument("--master", default=None, help="Spark master (SPARK_MASTER; default local[*])")
+    args = parser.parse_args(argv)
+    if serving(args.port, current().spark_local_ip):
+        print(f"engine: port {args.port} is already in use; set LAKEHOUSE_ENGINE_PORT to another port", file=sys.stderr)
+        return 1
+    engine = Engine(args.port, args.master, log=None)
+    print(f"engine: starting Spark Connect on {engine.url} (Ctrl-C stops it)", flush=True)
+    engine.start()
+    print(f"engine: serving; point runs at it with  export SPARK_REMOTE={engine.url}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        assert engine.process is not None
+        return engine.process.wait()
+    except (KeyboardInterrupt, SystemExit):
+        return 0
+    finally:
+        engine.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
