@@ -10,12 +10,13 @@ export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 export DAGSTER_HOME ?= $(CURDIR)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test dev land latency materialize clean-data help chaos
+.PHONY: setup demo test dev engine land latency materialize clean-data help chaos
 
 help:
 	@echo "make demo        - land a sample batch, materialize every asset, print a summary"
 	@echo "make test        - run the test suite (PYTEST_ARGS='-m \"not slow\"' for the quick part)"
-	@echo "make dev         - start the Dagster UI and daemon on http://127.0.0.1:\$$DAGSTER_PORT (3000)"
+	@echo "make dev         - start the Spark Connect engine, the Dagster UI and daemon on http://127.0.0.1:\$$DAGSTER_PORT (3000)"
+	@echo "make engine      - run the Spark Connect engine in the foreground (then export SPARK_REMOTE=sc://127.0.0.1:15002)"
 	@echo "make land        - drop a new generated batch into the landing zone"
 	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
 	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
@@ -24,7 +25,9 @@ help:
 	@echo "make setup       - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
 	@echo "make clean-data  - delete the landing zone, tables, checkpoints and Dagster's local runs under data/"
 	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: this folder),"
-	@echo "           DAGSTER_PORT (3000), LAKEHOUSE_SPARK_PORT (15010); see docs/configuration.md"
+	@echo "           DAGSTER_PORT (3000), LAKEHOUSE_ENGINE_PORT (15002), SPARK_REMOTE (a Connect engine for every run),"
+	@echo "           SPARK_MASTER (the engine's or embedded driver's master), ENGINE=0 (make dev without the engine);"
+	@echo "           see docs/configuration.md"
 
 setup: $(STAMP) jars $(CDS)
 
@@ -67,17 +70,26 @@ materialize: setup
 land: setup
 	@$(BIN)/python -m lakehouse_assets.generate
 
+# Spark's own Connect server (lakehouse_assets/lib/spark/engine.py) in the foreground on
+# 127.0.0.1:LAKEHOUSE_ENGINE_PORT (15002), with Delta and the project's settings; a run with
+# SPARK_REMOTE=sc://127.0.0.1:15002 is its client and starts no JVM. SPARK_MASTER picks its master.
+engine: setup
+	@SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m lakehouse_assets.lib.spark.engine
+
 # Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
 # logs and cursors are kept in data/dagster (see dagster.yaml) and survive a restart.
-# Runs use a warm Spark session (lakehouse_assets/lib/orchestrate/warm_spark.py) on LAKEHOUSE_SPARK_PORT
-# (15010) unless WARM_SPARK=0: no JVM start per run, so files reach gold in seconds.
+# Every run is a client of the Spark Connect engine started here first (or of the one SPARK_REMOTE
+# names); ENGINE=0 runs each in its own embedded Spark instead.
 dev: setup
 	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; \
-	if [ "$${WARM_SPARK:-1}" != 0 ]; then \
-	  port=$${LAKEHOUSE_SPARK_PORT:-15010}; \
-	  $(BIN)/python -m lakehouse_assets.lib.orchestrate.warm_spark --tables lakehouse_assets.defs --port $$port & server=$$!; \
-	  trap 'kill $$server 2>/dev/null; wait $$server 2>/dev/null' EXIT; \
-	  export LAKEHOUSE_SPARK_SERVER=http://127.0.0.1:$$port; \
+	if [ "$${ENGINE:-1}" != 0 ] && [ -z "$${SPARK_REMOTE:-}" ]; then \
+	  port=$${LAKEHOUSE_ENGINE_PORT:-15002}; \
+	  $(BIN)/python -m lakehouse_assets.lib.spark.engine --port $$port & engine=$$!; \
+	  trap 'kill $$engine 2>/dev/null; wait $$engine 2>/dev/null' EXIT; \
+	  until (exec 3<>/dev/tcp/127.0.0.1/$$port) 2>/dev/null; do \
+	    kill -0 $$engine 2>/dev/null || { echo "dev: the Spark Connect engine did not start" >&2; exit 1; }; sleep 1; \
+	  done; \
+	  export SPARK_REMOTE=sc://127.0.0.1:$$port; \
 	fi; \
 	$(BIN)/dagster dev -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
 

@@ -13,8 +13,8 @@ every drop, then p50 and p95.
   Its data root must be this script's (``$LAKEHOUSE_ROOT``, default ``data/``).
 * If nothing answers there, the script starts ``dagster dev`` itself on a free port, with the
   repository's instance (or, with ``--isolated``, a temporary instance and data root, so it
-  disturbs nothing), and stops it at the end. Like ``make dev`` it starts the warm Spark server
-  beside it (``--cold-spark``: without, one JVM per run).
+  disturbs nothing), and stops it at the end. Like ``make dev`` it starts the Spark Connect
+  engine beside it (``--embedded-spark``: without, one JVM per run).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolated", action="store_true", help="own temporary instance and data root")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for one drop")
     parser.add_argument(
-        "--cold-spark", action="store_true", help="when starting dagster dev: no warm Spark server (a JVM per run)"
+        "--embedded-spark", action="store_true", help="when starting dagster dev: no Spark Connect engine (a JVM per run)"
     )
     args = parser.parse_args(argv)
     if args.drops < 1:
@@ -191,10 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.isolated:
             tmp = tempfile.TemporaryDirectory(prefix="lakehouse-latency-")
             paths = LakehousePaths(f"{tmp.name}/data")
-            started = DagsterDev(root=paths.root, isolated=True, warm_spark=not args.cold_spark)
+            started = DagsterDev(root=paths.root, isolated=True, engine=not args.embedded_spark)
         else:
             paths = LakehousePaths.from_env()
-            started = DagsterDev(root=paths.root, warm_spark=not args.cold_spark)
+            started = DagsterDev(root=paths.root, engine=not args.embedded_spark)
         print(f"starting dagster dev on {started.url} (data root {paths.root}) ...", flush=True)
         started.start()
         server = started

@@ -26,13 +26,13 @@ LATENCY_TIMEOUT = float(os.environ.get("BENCH_LATENCY_TIMEOUT", "600"))
 
 
 def latency_server(workdir: Path) -> tuple:
-    """A temporary ``dagster dev`` with the warm Spark server, as ``make dev`` starts it, on its own
+    """A temporary ``dagster dev`` with the Spark Connect engine, as ``make dev`` starts it, on its own
     instance and data root, with a first file landed so every table exists (not measured)."""
     from lakehouse_assets.lib.settings import LakehousePaths
     from lakehouse_assets.tools.devserver import DagsterDev
 
     paths = LakehousePaths(str(workdir / "latency" / "data"))
-    server = DagsterDev(root=paths.root, isolated=True, warm_spark=True)
+    server = DagsterDev(root=paths.root, isolated=True, engine=True)
     log(f"5. latency: starting dagster dev on {server.url} (data root {paths.root})")
     server.start()
     try:
@@ -45,9 +45,9 @@ def latency_server(workdir: Path) -> tuple:
 
 def tree_cpu(server) -> float:
     """CPU seconds used so far by ``dagster dev`` (webserver, daemon, code server, runs) and its
-    warm Spark server."""
+    Spark Connect engine."""
     total = 0.0
-    for top in (server.process, getattr(server, "warm_spark", None)):
+    for top in (server.process, getattr(server.engine, "process", None)):
         if top is None:
             continue
         try:

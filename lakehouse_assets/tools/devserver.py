@@ -22,6 +22,7 @@ from typing import Any
 import requests
 
 from lakehouse_assets.lib.settings import REPO_ROOT
+from lakehouse_assets.lib.spark.engine import Engine
 
 IN_FLIGHT = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
 
@@ -49,12 +50,11 @@ class DagsterDev:
         isolated: bool = False,
         env: dict[str, str] | None = None,
         log_path: Path | None = None,
-        warm_spark: bool = False,
+        engine: bool = False,
     ):
         self.port = port or free_port()
-        # As `make dev` does: runs hand their tables to a warm Spark server started beside dagster dev.
-        self.warm_spark_port = free_port() if warm_spark else None
-        self.warm_spark: subprocess.Popen | None = None
+        # As `make dev` does: runs are clients of a Spark Connect engine started beside dagster dev.
+        self.engine: Engine | None = Engine(free_port()) if engine else None
         self.url = f"http://127.0.0.1:{self.port}"
         self._tmp = tempfile.TemporaryDirectory(prefix="dagster-home-") if isolated and home is None else None
         if self._tmp:
@@ -79,13 +79,10 @@ class DagsterDev:
             env["LAKEHOUSE_ROOT"] = self.root
         dagster = Path(sys.executable).parent / "dagster"
         self._log = open(self.log_path, "ab")
-        if self.warm_spark_port:
-            self.warm_spark = subprocess.Popen(
-                [sys.executable, "-m", "lakehouse_assets.lib.orchestrate.warm_spark", "--tables", "lakehouse_assets.defs",
-                 "--port", str(self.warm_spark_port)],
-                cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-            env["LAKEHOUSE_SPARK_SERVER"] = f"http://127.0.0.1:{self.warm_spark_port}"
+        if self.engine:
+            self.engine.log = self._log
+            self.engine.start()
+            env["SPARK_REMOTE"] = self.engine.url
         self.process = subprocess.Popen(
             [str(dagster), "dev", "-h", "127.0.0.1", "-p", str(self.port), "-w", "workspace.yaml"],
             cwd=REPO_ROOT,
@@ -121,13 +118,8 @@ class DagsterDev:
 
     def stop(self) -> None:
         """SIGINT (dagster dev shuts its children down), then SIGKILL whatever is left of the group."""
-        if self.warm_spark is not None:
-            try:
-                os.killpg(self.warm_spark.pid, signal.SIGKILL)  # server, its worker and their JVM
-            except ProcessLookupError:
-                pass
-            self.warm_spark.wait()
-            self.warm_spark = None
+        if self.engine is not None:
+            self.engine.stop()
         if self.process is not None:
             pgid = self.process.pid  # start_new_session: the group id is the leader's pid
             if self.process.poll() is None:

@@ -1,6 +1,6 @@
 """The layout's rules, read from the source: the framework imports nothing outside lib/, no
 import cycle in the package (module-level imports; TYPE_CHECKING blocks excluded) or in the
-bench, no module over 300 lines."""
+bench, no module over 300 lines, nothing that needs the driver's JVM in this process."""
 
 from __future__ import annotations
 
@@ -117,3 +117,16 @@ def test_no_module_over_300_lines() -> None:
     sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
     assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
     assert len(sizes) > 40  # the whole package was read
+
+
+def test_nothing_reaches_into_the_driver_jvm() -> None:
+    """Every run may be a Spark Connect client: no py4j gateway, ``_jvm`` or ``sparkContext``,
+    and no ``DeltaTable`` (it needs Delta's Connect plugin on the server), in the package."""
+    forbidden = ("sparkContext", "_jvm", "_gateway", "_jsc", "warm_spark", "delta.tables")
+    found = {
+        f"{path.relative_to(REPO)}: {word}"
+        for path in modules().values()
+        for word in forbidden
+        if word in path.read_text()
+    }
+    assert not found, sorted(found)

@@ -42,3 +42,21 @@ def short_error(error: BaseException) -> str:
     head = re.sub(r"^\[?[A-Z_]+\]?\s*Query \S+ \[id = [^\]]+, runId = [^\]]+\] terminated with exception:\s*", "", head)
     message = head if not causes else f"{head} ({causes[-1]})"
     return message[:1500]
+
+
+_ENGINE_GONE = ("UNAVAILABLE", "INVALID_HANDLE.SESSION_CHANGED", "INVALID_HANDLE.SESSION_NOT_FOUND",
+                "INVALID_HANDLE.OPERATION_NOT_FOUND", "Connection refused", "Socket closed")  # fmt: skip
+
+
+def engine_lost(error: BaseException, remote: str) -> str | None:
+    """One sentence when ``error`` says the Spark Connect engine at ``remote`` went away (killed,
+    restarted, unreachable); None for any other error."""
+    status = getattr(error, "getGrpcStatusCode", None)
+    code = str(status()) if callable(status) else ""
+    text = f"{code} {error}"
+    if not remote or not any(marker in text for marker in _ENGINE_GONE):
+        return None
+    return (
+        f"the Spark engine at {remote} is unreachable or was lost during the run; start it "
+        "(make engine) and run again: each table resumes from its checkpoint and stays exact"
+    )

@@ -10,10 +10,10 @@ from dagster_pyspark import LazyPySparkResource
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableEvent, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.settings import LakehousePaths, current
 
 KINDS = {"spark", "delta"}
 
@@ -156,6 +156,11 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
                     yield _check_result(table, checks_by_name[event.check], event.outcome)
         except LakehouseError as error:
             raise dg.Failure(description=str(error)) from None
+        except Exception as error:
+            lost = engine_lost(error, current().spark_remote)
+            if lost is None:
+                raise
+            raise dg.Failure(description=f"{table.name}: {lost}") from None
 
     return _materialize
 

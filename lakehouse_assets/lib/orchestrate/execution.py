@@ -16,11 +16,11 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.check_context import CheckContext
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.metadata import run_metadata, table_metadata
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,8 @@ def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
     try:
         return check.evaluate(ctx)
     except Exception as error:  # noqa: BLE001 - a check that cannot run fails, with the reason
+        if engine_lost(error, current().spark_remote):
+            raise  # not the check's failure: the run's
         return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
 
 

@@ -7,6 +7,7 @@ One session per process (``getOrCreate``); Dagster runs every step of a run in o
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from dagster_pyspark import LazyPySparkResource
@@ -15,6 +16,8 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
+
+ENGINE_RETRIES = 6  # about 12 s of back-off before a run reports the engine unreachable
 
 
 def spark_conf(
@@ -85,11 +88,23 @@ def get_spark(extra: dict[str, Any] | None = None) -> SparkSession:
     embedded session created with :func:`spark_conf` on first use."""
     remote = current().spark_remote
     if remote:
-        return SparkSession.builder.remote(remote).getOrCreate()
+        return _engine_client(remote)
     builder = SparkSession.builder
     for key, value in spark_conf(extra=extra).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _engine_client(remote: str) -> SparkSession:
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    # The run reports an unreachable engine in its own words (engine.errors.engine_lost).
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+    # PySpark retries an unreachable engine for at least 10 minutes; a run should say so sooner.
+    policy = DefaultPolicy(max_retries=ENGINE_RETRIES, initial_backoff=200, backoff_multiplier=2.0, max_backoff=4000)
+    spark.client.set_retry_policies([policy])  # type: ignore[attr-defined]
+    return spark
 
 
 class SparkResource(LazyPySparkResource):

@@ -1,0 +1,127 @@
+"""Runs as clients of a Spark Connect engine (``SPARK_REMOTE``): the same tables as embedded
+runs, no JVM in the run's process, and an engine killed mid-run costs one clear failure and a
+retry that leaves every table exact."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.spark.engine import Engine
+from lakehouse_assets.tools.devserver import free_port
+from lakehouse_assets_tests.framework.test_cdc_scd2 import table_history
+from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
+from lakehouse_assets_tests.support.crash import materialize_in_child
+from lakehouse_assets_tests.support.expected import expected_history
+from lakehouse_assets_tests.support.lakehouse import Lakehouse
+
+CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
+CUSTOMERS = "bronze_customers,bronze_customers_quarantine,silver_customers,silver_customers_quarantine"
+JVM_BANNER = "log4j2-defaults.properties"  # printed by every Spark JVM as it starts
+START = datetime(2026, 11, 20, 10, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    log = open(tmp_path_factory.mktemp("engine") / "engine.log", "ab")
+    with Engine(free_port(), log=log) as started:
+        yield started
+    log.close()
+
+
+def _java_processes() -> dict[int, tuple[int, int]]:
+    """pid -> (process group, parent) of every running ``java``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            if argv0.endswith(b"/java") or argv0 == b"java":
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                found[int(entry.name)] = (os.getpgid(int(entry.name)), ppid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+@contextmanager
+def jvms_started_outside(engine: Engine) -> Iterator[set[int]]:
+    """The JVMs seen while the block runs that are neither the engine's nor this test process's."""
+    assert engine.process is not None
+    engine_group, foreign, done = os.getpgid(engine.process.pid), set(), threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            foreign.update(pid for pid, (group, parent) in _java_processes().items()
+                           if group != engine_group and parent != os.getpid())  # fmt: skip
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield foreign
+    finally:
+        done.set()
+        watcher.join()
+
+
+@pytest.mark.slow
+def test_runs_through_the_engine_equal_the_landed_answers(tmp_path: Path, spark, engine: Engine) -> None:
+    lh = Lakehouse(tmp_path / "lakehouse", spark, None)  # type: ignore[arg-type] - only its tables are read
+    remote = {"SPARK_REMOTE": engine.url}
+    with jvms_started_outside(engine) as foreign:
+        for round_, files in enumerate((2, 1)):
+            generate(lh.paths, GeneratorOptions(files=files, rows=150, seed=40 + round_, start=START), ["events"])
+            run = materialize_in_child(tmp_path, CHAIN, env=remote)
+            assert run.returncode == 0, run.output[-3000:]
+        generate(lh.paths, GeneratorOptions(files=2, rows=60, seed=45, start=START), ["customers"])
+        run = materialize_in_child(tmp_path, CUSTOMERS, env=remote)
+        assert run.returncode == 0, run.output[-3000:]
+    assert not foreign, f"JVMs other than the engine's ran during the runs: {sorted(foreign)}"
+    assert JVM_BANNER not in (tmp_path / "child.log").read_text(), "a run started its own Spark JVM"
+    assert_tables_match_landed_files(lh)
+    assert table_history(lh) == expected_history(lh.root)[0]
+
+
+@pytest.mark.slow
+def test_an_engine_killed_mid_run_fails_the_run_in_one_sentence_and_the_retry_is_exact(
+    tmp_path: Path, spark, engine: Engine
+) -> None:
+    lh = Lakehouse(tmp_path / "lakehouse", spark, None)  # type: ignore[arg-type]
+    remote = {"SPARK_REMOTE": engine.url}
+    generate(lh.paths, GeneratorOptions(files=2, rows=150, seed=60, start=START), ["events"])
+    assert materialize_in_child(tmp_path, CHAIN, env=remote).returncode == 0
+    generate(lh.paths, GeneratorOptions(files=2, rows=150, seed=61, start=START), ["events"])
+
+    log = tmp_path / "child.log"
+    log.write_text("")
+    killer = threading.Thread(target=_kill_when_batch_runs, args=(engine, log), daemon=True)
+    killer.start()
+    run = materialize_in_child(tmp_path, CHAIN, env=remote, timeout=300)
+    killer.join()
+    assert run.returncode not in (0, None)
+    assert "the Spark engine at" in run.output and "was lost during the run" in run.output, run.output[-3000:]
+
+    engine.start()
+    retry = materialize_in_child(tmp_path, CHAIN, env=remote)
+    assert retry.returncode == 0, retry.output[-3000:]
+    assert_tables_match_landed_files(lh)
+
+
+def _kill_when_batch_runs(engine: Engine, log: Path) -> None:
+    """SIGKILL the engine once the run's first query of this round reports a batch."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if ": batch " in log.read_text(errors="replace"):
+            break
+        time.sleep(0.1)
+    engine.kill()
