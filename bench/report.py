@@ -100,6 +100,7 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
         ))  # fmt: skip
     elif lat:
         rows.append(("5. Landing → gold latency", "did not complete (see below)", "p50 < 20 s", None))
+    rows += engine_rows(r.get("engine", {}))
     if not inc.get("dagster_peak_rss") and r.get("state", {}).get("peak_rss"):
         rows.append((
             f"6a. Peak resident memory (process tree: Python + JVM) of section 4's preparation and "
@@ -124,6 +125,29 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
             "flat (rows at the end ≤ 1.25× the middle)", flat,
         ))  # fmt: skip
     return rows
+
+
+def engine_rows(en: dict) -> list[tuple[str, str, str, bool | None]]:
+    """Section 7's figures: runs as clients of a warm Spark Connect engine."""
+    if "client_median_s" not in en:
+        return [("7. Runs through the Spark Connect engine", "did not complete (see results.json)", "—", None)] if en else []
+    ratio = en["ratio_vs_plain"]
+    return [
+        (
+            "7a. One new small events file through bronze → silver → gold: `dagster asset materialize` as a client "
+            "of a warm Spark Connect engine vs the plain script in a fresh process (embedded run: "
+            f"{_s(en['embedded_median_s'])})",
+            f"{_s(en['client_median_s'])} vs {_s(en['plain_median_s'])} = **{ratio:.2f}×**", "≤ 0.5×", ratio <= 0.5,
+        ),
+        ("7b. A run with no new data, client of the warm engine", f"**{_s(en['no_data_median_s'])}**", "≤ 2 s",
+         en["no_data_median_s"] <= 2),
+        (
+            "7c. Peak resident memory: the client run (no JVM) / the engine (its JVM and Python workers)",
+            f"{_mib(_median(en['client_peak_rss']))} / {_mib(en['engine_peak_rss'])} "
+            f"(embedded run {_mib(_median(en['embedded_peak_rss']))}, plain script {_mib(_median(en['plain_peak_rss']))})",
+            "—", None,
+        ),
+    ]  # fmt: skip
 
 
 def explanations(r: dict) -> list[str]:

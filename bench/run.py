@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.common import BENCH, BUDGET, FULL, QUICK, REPO, Config, chart, load, log, machine, write_results
+from bench.sections.engine import bench_engine
 from bench.sections.history import History
 from bench.sections.incremental import bench_incremental, incremental_scenarios
 from bench.sections.latency import bench_latency
@@ -42,7 +43,7 @@ from bench.sections.throughput import bench_throughput
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1")
-    parser.add_argument("--only", default="1,3,4,5,6", help="sections to run (2 runs with 1)")
+    parser.add_argument("--only", default="1,3,4,5,6,7", help="sections to run (2 runs with 1)")
     parser.add_argument("--workdir", default=os.environ.get("BENCH_WORKDIR") or str(REPO / ".cache" / "bench"))
     parser.add_argument("--out", default=str(BENCH))
     for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "state_runs", "throughput_reps", "scaling_reps"):
@@ -125,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             record("scaling", scaling)
         if batch:
             record("throughput", lambda: bench_throughput(cfg, workdir, batch.result()))
+        if "7" in sections:
+            record("engine", lambda: bench_engine(cfg, workdir))
     finally:
         if history:
             history.close()

@@ -54,10 +54,13 @@ class Scenario:
             other.landed = self.landed
         return written
 
-    def dagster_cli(self, select: str = EVENTS_CHAIN, traced: bool = False) -> tuple[Proc, dict | None]:
+    def dagster_cli(
+        self, select: str = EVENTS_CHAIN, traced: bool = False, extra_env: dict[str, str] | None = None
+    ) -> tuple[Proc, dict | None]:
         """``dagster asset materialize`` in a fresh process; ``traced``: with the framework's timings
-        recorded from inside it (``bench/trace/sitecustomize.py``), returned like ``dagster_run.py``'s."""
-        env = dict(self.env)
+        recorded from inside it (``bench/trace/sitecustomize.py``), returned like ``dagster_run.py``'s;
+        ``extra_env``: more variables (``SPARK_REMOTE``: a client of a Spark Connect engine)."""
+        env = {**self.env, **(extra_env or {})}
         trace = self.dir / "trace.json"
         if traced:
             trace.unlink(missing_ok=True)

@@ -4,6 +4,8 @@ Declare tables with :func:`streaming_table` in a package, collect them with
 :func:`collect_tables`, and build a code location with :func:`build_definitions`.
 """
 
+import importlib
+
 from lakehouse_assets.lib.declare.cdc import auto_cdc, scd1_current, scd2_history
 from lakehouse_assets.lib.declare.checks import (
     TableCheck,
@@ -27,10 +29,27 @@ from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_bl
 from lakehouse_assets.lib.declare.registry import collect_tables
 from lakehouse_assets.lib.declare.sinks import append, merge, recompute
 from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable, streaming_table
-from lakehouse_assets.lib.orchestrate.assets import build_table_assets
-from lakehouse_assets.lib.orchestrate.definitions import build_definitions
-from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
 from lakehouse_assets.lib.settings import LakehousePaths
+
+# The Dagster adapter loads on first use: a Spark Connect engine's Python workers import the
+# declarations and the engine to run micro-batches, and need no Dagster (about 0.5 s each).
+_ORCHESTRATE = {
+    "build_table_assets": "lakehouse_assets.lib.orchestrate.assets",
+    "build_definitions": "lakehouse_assets.lib.orchestrate.definitions",
+    "LakehouseResource": "lakehouse_assets.lib.orchestrate.resources",
+    "StreamingTableConfig": "lakehouse_assets.lib.orchestrate.resources",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _ORCHESTRATE:
+        return getattr(importlib.import_module(_ORCHESTRATE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_ORCHESTRATE])
+
 
 __all__ = [
     "IS_JSON_OBJECT",

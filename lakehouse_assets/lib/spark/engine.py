@@ -56,6 +56,8 @@ def engine_env() -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(python_path),
         "SPARK_LOCAL_IP": current().spark_local_ip,
+        # Workers import the framework, not the demo's code location (see lakehouse_assets/__init__).
+        "LAKEHOUSE_ENGINE_WORKER": "1",
     }
     return env
 

@@ -7,6 +7,7 @@ One session per process (``getOrCreate``); Dagster runs every step of a run in o
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -70,6 +71,8 @@ def spark_conf(
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "false",
         "spark.driver.memory": settings.spark_driver_memory,
         "spark.log.level": settings.spark_log_level,
+        # Python workers (UDFs, an engine's foreachBatch) run this virtualenv's interpreter.
+        "spark.pyspark.python": sys.executable,
     }
     if master.startswith("local"):
         # A local driver talks only to itself: bind to loopback, never to a public interface.
