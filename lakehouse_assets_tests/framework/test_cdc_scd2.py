@@ -15,7 +15,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.lib.declare.cdc import scd1_current, scd2_history
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.expected import expected_history, landed_files, parse_time, scd2_row
+from lakehouse_assets_tests.support.contract import table_history
+from lakehouse_assets_tests.support.expected import expected_history, landed_files, parse_time
 
 HEADER = "customer_id,name,email,tier,country,op,updated_at"
 CHAIN = ["bronze_customers", "silver_customers"]
@@ -138,14 +139,6 @@ c1,"Lovelace, Ada",ada@example.com,silver,GB,upsert,2026-01-05T10:00:00Z
 c2,,,,,delete,2026-01-09T10:00:00Z
 c3,,,,,delete,2026-01-07T10:00:00Z
 """
-
-
-def table_history(lh: Lakehouse) -> dict[str, list[tuple]]:
-    rows = lh.table("silver_customers").collect()
-    history: dict[str, list[tuple]] = {}
-    for r in sorted(rows, key=lambda r: (r["customer_id"], r["valid_from"])):
-        history.setdefault(r["customer_id"], []).append(scd2_row(r))
-    return history
 
 
 def land(lh: Lakehouse, name: str, text: str, compress: bool = False) -> None:

@@ -17,8 +17,7 @@ import pytest
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets.tools.devserver import free_port
-from lakehouse_assets_tests.framework.test_cdc_scd2 import table_history
-from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
+from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files, table_history
 from lakehouse_assets_tests.support.crash import materialize_in_child
 from lakehouse_assets_tests.support.expected import expected_history
 from lakehouse_assets_tests.support.lakehouse import Lakehouse

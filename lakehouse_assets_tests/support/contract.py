@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.expected import ExpectedEvents, close, is_number, parse_time
+from lakehouse_assets_tests.support.expected import ExpectedEvents, close, is_number, parse_time, scd2_row
 
 
 def bronze_by_file(lh: Lakehouse, table: str) -> Counter:
@@ -64,3 +64,12 @@ def assert_tables_match_landed_files(lh: Lakehouse) -> ExpectedEvents:
     return expected
 
 
+
+
+def table_history(lh: Lakehouse) -> dict[str, list[tuple]]:
+    """``silver_customers`` as SCD2 rows per customer, in the form ``expected_history`` gives."""
+    rows = lh.table("silver_customers").collect()
+    history: dict[str, list[tuple]] = {}
+    for r in sorted(rows, key=lambda r: (r["customer_id"], r["valid_from"])):
+        history.setdefault(r["customer_id"], []).append(scd2_row(r))
+    return history
