@@ -47,11 +47,6 @@ def delta_commit_info(table_path: str, version: int) -> dict[str, Any] | None:
     return None
 
 
-def delta_commit_metrics(table_path: str, version: int) -> dict[str, int]:
-    """The numeric ``operationMetrics`` Delta recorded in the commit ``version``."""
-    return _numeric((delta_commit_info(table_path, version) or {}).get("operationMetrics"))
-
-
 # Operations that rewrite files or change table settings without adding or removing rows.
 _ROWS_UNCHANGED = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"}
 

@@ -66,13 +66,13 @@ def delete_all_rows(spark: SparkSession, path: str) -> None:
     spark.sql(f"DELETE FROM {table_ref(path)}")
 
 
-def table_id(spark: SparkSession, path: str) -> str:
-    return str(spark.sql(f"DESCRIBE DETAIL {table_ref(path)}").select("id").first()[0])
-
-
 def detail(spark: SparkSession, path: str) -> dict[str, object]:
     row = spark.sql(f"DESCRIBE DETAIL {table_ref(path)}").first()
     return row.asDict() if row else {}
+
+
+def table_id(spark: SparkSession, path: str) -> str:
+    return str(detail(spark, path)["id"])
 
 
 def optimize(spark: SparkSession, path: str) -> tuple[int, int]:

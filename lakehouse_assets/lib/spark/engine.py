@@ -34,11 +34,10 @@ def engine_command(port: int, master: str | None = None) -> list[str]:
         "spark.connect.grpc.binding.address": current().spark_local_ip,
         "spark.connect.grpc.binding.port": str(port),
     }
-    if not str(conf["spark.master"]).startswith("local"):
-        # Executors on other JVMs need Delta's jars shipped to them, not only the driver's class path.
-        jars = str(conf.pop("spark.jars", ""))
-        conf["spark.driver.extraClassPath"] = jars.replace(",", os.pathsep)
-        conf["spark.jars"] = jars
+    if "spark.jars" in conf:
+        # A master with executor JVMs: spark_conf ships Delta's jars to them; the server's own
+        # driver needs them on its class path from the start too.
+        conf["spark.driver.extraClassPath"] = str(conf["spark.jars"]).replace(",", os.pathsep)
     spark_submit = Path(sys.executable).parent / "spark-submit"
     command = [str(spark_submit), "--class", CONNECT_SERVER]
     for key, value in conf.items():

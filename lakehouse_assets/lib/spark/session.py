@@ -30,6 +30,11 @@ def spark_conf(
     ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width;
     ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters);
     ``SPARK_DRIVER_JAVA_OPTIONS`` adds JVM flags to the driver (see docs/performance.md).
+
+    :param master: the master (default ``SPARK_MASTER``).
+    :param extra: settings that override these.
+    :param require_jars: resolve Delta's jars from the cache (``False``: none on the class path).
+    :param class_archive_ok: a local driver may map the class archive (the engine does not).
     """
     settings = current()
     master = master or (extra or {}).get("spark.master") or settings.spark_master
