@@ -3,7 +3,9 @@
     python bench/plain_pipeline.py --root /path/to/root            # bronze -> silver -> gold
     python bench/plain_pipeline.py --root R --batch-bronze OUT      # plain batch read-and-write
 
-Same availableNow queries, same semantics, one process, no framework: bronze_events (JSON lines
+Same availableNow queries, same semantics, one process, no framework; with ``SPARK_REMOTE`` set
+it is a client of that Spark Connect engine, like a framework run (so its ``foreachBatch``
+handlers use the batch's own session and Delta through SQL, as Spark Connect requires): bronze_events (JSON lines
 parsed into typed columns, the rest in ``_rescued_data``, non-objects to a quarantine table),
 silver_events (typed, enriched, four expectations to a quarantine table, insert-only MERGE on
 ``event_id``), gold_hourly_revenue (silver's change data feed; the hour windows a batch touches
@@ -26,7 +28,6 @@ from pathlib import Path
 
 STARTED = time.monotonic()
 
-from delta.tables import DeltaTable  # noqa: E402
 from lakehouse_assets.lib.spark.jars import cached_jars  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
@@ -54,6 +55,8 @@ RULES = {
 
 
 def spark_session() -> SparkSession:
+    if os.environ.get("SPARK_REMOTE"):  # the engine's launch holds the settings below
+        return SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
     jars = cached_jars()  # Delta's jars, where `make setup` cached them
     conf = {
         "spark.master": os.environ.get("SPARK_MASTER", "local[*]"),
@@ -142,12 +145,21 @@ def append(df: DataFrame, path: str, app_id: str, batch_id: int, **options: str)
     writer.save(path)
 
 
-def merge_idempotent(spark: SparkSession, merge, app_id: str, batch_id: int) -> None:
+def is_delta(path: str) -> bool:
+    return Path(path, "_delta_log").is_dir()
+
+
+def merge_idempotent(source: DataFrame, statement: str, app_id: str, batch_id: int) -> None:
+    """``MERGE INTO`` from ``source`` (the view ``s``) with Delta's txn identity of the batch."""
+    spark = source.sparkSession
+    view = f"merge_source_{app_id}"
+    source.createOrReplaceTempView(view)
     spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
     try:
-        merge.execute()
+        spark.sql(statement.format(source=f"{view} AS s"))
     finally:
+        spark.catalog.dropTempView(view)
         spark.conf.unset("spark.databricks.delta.write.txnAppId")
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
@@ -183,12 +195,14 @@ class Pipeline:
             .select("*", F.col("_metadata.file_path").alias("_source_file"), F.current_timestamp().alias("_ingested_at"))
         )  # fmt: skip
 
+        table, quarantine = self.table("bronze_events"), self.table("bronze_events_quarantine")
+
         def handle(batch: DataFrame, batch_id: int) -> None:
             rows = batch.persist()
             try:
-                append(rows.where("is_object").select(*BRONZE_COLUMNS), self.table("bronze_events"), "bronze_events", batch_id)
+                append(rows.where("is_object").select(*BRONZE_COLUMNS), table, "bronze_events", batch_id)
                 bad = rows.where("NOT is_object").select("raw_line", "_source_file", "_ingested_at")
-                append(bad, self.table("bronze_events_quarantine"), "bronze_events_quarantine", batch_id)
+                append(bad, quarantine, "bronze_events_quarantine", batch_id)
             finally:
                 rows.unpersist()
 
@@ -197,11 +211,11 @@ class Pipeline:
     def silver_events(self) -> dict:
         path = self.table("silver_customers")
         customers = (
-            self.spark.read.format("delta").load(path) if DeltaTable.isDeltaTable(self.spark, path)
+            self.spark.read.format("delta").load(path) if is_delta(path)
             else self.spark.createDataFrame([], "customer_id string, tier string, is_current boolean")
         )  # fmt: skip
         events = clean_events(self.spark.readStream.format("delta").load(self.table("bronze_events")), customers)
-        target = self.table("silver_events")
+        target, quarantine = self.table("silver_events"), self.table("silver_events_quarantine")
 
         def handle(batch: DataFrame, batch_id: int) -> None:
             rows = batch.persist()
@@ -209,16 +223,15 @@ class Pipeline:
                 good = rows.where(F.size("failed_expectations") == 0).withColumn("event_time", F.col("event_ts")).select(*SILVER_COLUMNS)
                 order = [F.col(c).asc_nulls_last() for c in SILVER_COLUMNS if c != "event_id"]
                 first = good.withColumn("rn", F.row_number().over(Window.partitionBy("event_id").orderBy(*order))).where("rn = 1").drop("rn")
-                if not DeltaTable.isDeltaTable(self.spark, target):
+                if not is_delta(target):
                     (first.limit(0).write.format("delta").partitionBy("event_date")
                      .option("delta.enableChangeDataFeed", "true").save(target))  # fmt: skip
-                merge = (
-                    DeltaTable.forPath(self.spark, target).alias("t")
-                    .merge(first.alias("s"), "t.event_id <=> s.event_id").whenNotMatchedInsertAll()
+                merge_idempotent(
+                    first, f"MERGE INTO delta.`{target}` AS t USING {{source}} ON t.event_id <=> s.event_id "
+                    "WHEN NOT MATCHED THEN INSERT *", "silver_events", batch_id,
                 )  # fmt: skip
-                merge_idempotent(self.spark, merge, "silver_events", batch_id)
                 bad = rows.where(F.size("failed_expectations") > 0).select(*BRONZE_COLUMNS, "failed_expectations")
-                append(bad, self.table("silver_events_quarantine"), "silver_events_quarantine", batch_id)
+                append(bad, quarantine, "silver_events_quarantine", batch_id)
             finally:
                 rows.unpersist()
 
@@ -231,6 +244,7 @@ class Pipeline:
         keys = ["window_start", "category"]
 
         def handle(batch: DataFrame, batch_id: int) -> None:
+            spark = batch.sparkSession
             new = batch.drop("_change_type", "_commit_version", "_commit_timestamp").persist()
             try:
                 dates = [r[0] for r in new.select(F.col("event_date").cast("string")).distinct().collect()]
@@ -241,21 +255,25 @@ class Pipeline:
                 if len(present) < len(dates):
                     scope = scope | F.col("event_date").isNull()
                 touched = hourly_revenue(new).select(*keys).distinct()
-                fresh = hourly_revenue(self.spark.read.format("delta").load(source).where(scope)).join(touched, keys, "left_semi")
-                if not DeltaTable.isDeltaTable(self.spark, target):
+                fresh = hourly_revenue(spark.read.format("delta").load(source).where(scope)).join(touched, keys, "left_semi")
+                if not is_delta(target):
                     fresh.limit(0).write.format("delta").save(target)
-                gold = DeltaTable.forPath(self.spark, target)
-                stale = gold.toDF().join(touched, keys, "left_semi").select(*keys).join(fresh.select(*keys), keys, "left_anti")
+                gold = spark.read.format("delta").load(target)
+                stale = gold.join(touched, keys, "left_semi").select(*keys).join(fresh.select(*keys), keys, "left_anti")
                 source_rows = fresh.withColumn("_delete", F.lit(False)).unionByName(stale.withColumn("_delete", F.lit(True)), allowMissingColumns=True)
                 values = ["window_end", "revenue", "orders", "buyers"]
-                merge = (
-                    gold.alias("t").merge(source_rows.alias("s"), " AND ".join(f"t.{k} <=> s.{k}" for k in keys))
-                    .whenMatchedDelete(condition="s._delete")
-                    .whenMatchedUpdate(condition=" OR ".join(f"NOT (t.{c} <=> s.{c})" for c in values),
-                                       set={c: f"s.{c}" for c in keys + values})
-                    .whenNotMatchedInsert(condition="NOT s._delete", values={c: f"s.{c}" for c in keys + values})
+                on = " AND ".join(f"t.{k} <=> s.{k}" for k in keys)
+                changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in values)
+                columns = keys + values
+                merge_idempotent(
+                    source_rows,
+                    f"MERGE INTO delta.`{target}` AS t USING {{source}} ON {on} "
+                    "WHEN MATCHED AND s._delete THEN DELETE "
+                    f"WHEN MATCHED AND ({changed}) THEN UPDATE SET {', '.join(f'{c} = s.{c}' for c in columns)} "
+                    f"WHEN NOT MATCHED AND NOT s._delete THEN INSERT ({', '.join(columns)}) "
+                    f"VALUES ({', '.join(f's.{c}' for c in columns)})",
+                    "gold_hourly_revenue", batch_id,
                 )  # fmt: skip
-                merge_idempotent(self.spark, merge, "gold_hourly_revenue", batch_id)
             finally:
                 new.unpersist()
 

@@ -72,6 +72,7 @@ class Scenario:
         p = run([str(BIN / "python"), str(BENCH / "dagster_run.py"), "--select", select, *extra], self.env)
         return p, p.json()
 
-    def plain(self, *extra: str) -> tuple[Proc, dict]:
-        p = run([str(BIN / "python"), str(BENCH / "plain_pipeline.py"), "--root", str(self.root), *extra])
+    def plain(self, *extra: str, extra_env: dict[str, str] | None = None) -> tuple[Proc, dict]:
+        """The plain script in a fresh process (``extra_env``: e.g. ``SPARK_REMOTE``)."""
+        p = run([str(BIN / "python"), str(BENCH / "plain_pipeline.py"), "--root", str(self.root), *extra], extra_env)
         return p, p.json()

@@ -224,13 +224,31 @@ def generate(paths: LakehousePaths, options: GeneratorOptions, sources: list[str
     return written
 
 
+OPTION_HELP = [
+    ("files", int, "events files to land"),
+    ("rows", int, "events per file"),
+    ("customers", int, "distinct customer ids that events and customer changes use"),
+    ("customer_changes", int, "lines of the customers change file (CSV, upserts and deletes)"),
+    ("impressions", int, "ad impressions in the batch (one file)"),
+    ("seed", int, "random seed, for the same files again (default: a new one each time)"),
+    ("late", float, "share of events timed 2-72 hours before the file's hour"),
+    ("duplicate", float, "share of lines that re-deliver an earlier record"),
+    ("bad_lines", float, "share of lines that are not JSON objects (to the quarantine)"),
+    ("invalid", float, "share of records failing an expectation (to silver's quarantines)"),
+    ("unknown_fields", float, "share of events with a field the schema does not declare (_rescued_data)"),
+    ("blank_lines", float, "share of blank lines (skipped)"),
+    ("gzip", float, "share of files written gzip-compressed"),
+    ("click_rate", float, "share of impressions followed by a click"),
+]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     defaults = GeneratorOptions()
-    for name in ("files", "rows", "customers", "customer_changes", "impressions", "seed"):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
-    for name in ("late", "duplicate", "bad_lines", "invalid", "unknown_fields", "blank_lines", "gzip", "click_rate"):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
+    for name, kind, meaning in OPTION_HELP:
+        default = getattr(defaults, name)
+        shown = "" if default is None else f" (default {default})"
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default, help=meaning + shown)
     parser.add_argument("--start", type=datetime.fromisoformat, help="base event time (ISO-8601, UTC)")
     parser.add_argument("--sources", nargs="*", help="landing sources (default: all)")
     parser.add_argument("--root", help="data root (default: $LAKEHOUSE_ROOT or data/)")

@@ -15,6 +15,11 @@ compared with its answer, and the rows lost and duplicated are tallied:
 
 ``--jobs N`` runs N such lanes (each its own subject and reference root) side by side: a kill
 costs wall-clock time, not CPU, so lanes multiply the kills an hour gives.
+
+``--engine`` makes every subject run a client of a Spark Connect engine the lane starts (what
+``make dev`` does), and aims a share of the kills (``--engine-share``) at the engine instead of
+the run: the engine and its Python workers are SIGKILLed mid-run and restarted, the run fails,
+the next one goes on. The reference runs keep their own embedded JVM.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets.lib.spark.session import get_spark
+from lakehouse_assets.tools.devserver import free_port
 from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
 from lakehouse_assets_tests.support.expected import ExpectedEvents, expected_history, scd2_row
 from lakehouse_assets_tests.support.reference import lost_and_duplicated, mirror_landing
@@ -79,7 +86,9 @@ class Lane:
     index: int
     work: Path
     rng: random.Random
+    engine: Engine | None = None
     kills: int = 0
+    engine_kills: int = 0
     attempts: int = 0
     rounds: int = 0
     totals: Counter = field(default_factory=Counter)
@@ -99,11 +108,8 @@ class Lane:
             clean_run.start()
             for _ in range(args.kills_per_round):
                 self.attempts += 1
-                outcome = materialize_in_child(
-                    subject, args.select, kill_after=self.rng.uniform(args.min_seconds, args.max_seconds)
-                )
-                self.kills += outcome.killed
-            final = materialize_in_child(subject, args.select)
+                self.kills += self.attempt(args, subject)
+            final = materialize_in_child(subject, args.select, env=self.remote)
             clean_run.join()
             for outcome, what in ((final, "the run after the kills"), (clean[0], "the clean reference run")):
                 if outcome.returncode != 0:
@@ -120,9 +126,30 @@ class Lane:
                 self.totals[(table, "lost")] += lost
                 self.totals[(table, "duplicated")] += dup
             _say(
-                f"lane {self.index} round {self.rounds}: {self.kills} kills ({self.attempts} attempts), "
+                f"lane {self.index} round {self.rounds}: {self.kills} kills ({self.engine_kills} of the engine, "
+                f"{self.attempts} attempts), "
                 f"{len(tally)} tables compared" + (f"; MISMATCH {bad}" if bad else "; every table exact")
             )
+
+    @property
+    def remote(self) -> dict[str, str] | None:
+        return {"SPARK_REMOTE": self.engine.url} if self.engine else None
+
+    def attempt(self, args: argparse.Namespace, subject: Path) -> bool:
+        """One subject run killed at a random instant: the run, or (``--engine``) its engine."""
+        delay = self.rng.uniform(args.min_seconds, args.max_seconds)
+        if self.engine is None or self.rng.random() >= args.engine_share:
+            return materialize_in_child(subject, args.select, kill_after=delay, env=self.remote).killed
+        timer = threading.Timer(delay, self.engine.kill)
+        timer.start()
+        materialize_in_child(subject, args.select, env=self.remote)
+        timer.cancel()
+        assert self.engine.process is not None
+        if self.engine.process.poll() is None:
+            return False  # the run ended first
+        self.engine.start()
+        self.engine_kills += 1
+        return True
 
 
 _started = time.monotonic()
@@ -142,23 +169,32 @@ def main() -> None:
     parser.add_argument(
         "--jobs", type=int, default=1, help="independent lanes (data roots) killed side by side; kills are wall-clock"
     )
+    parser.add_argument("--engine", action="store_true", help="runs are clients of a Spark Connect engine per lane")
+    parser.add_argument("--engine-share", type=float, default=0.5, help="with --engine: share of kills aimed at the engine")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", help="keep the data roots here (default: a new temporary folder)")
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="lakehouse-chaos-"))
     spark = get_spark()
     lanes = [Lane(i, work / f"lane-{i}", random.Random(args.seed * 100 + i)) for i in range(args.jobs)]
+    for lane in lanes:
+        lane.work.mkdir(parents=True, exist_ok=True)
     quota = -(-args.kills // args.jobs)
     _say(
         f"chaos in {work}: {args.kills} kills over {args.jobs} lane(s), {args.kills_per_round} per round, "
         f"kill {args.min_seconds:g}-{args.max_seconds:g} s after start, select {args.select!r}"
+        + (f", runs through an engine per lane, {args.engine_share:.0%} of kills at the engine" if args.engine else "")
     )
     failures: list[str] = []
     tally_lock = threading.Lock()
 
     def run_lane(lane: Lane) -> None:
         try:
-            lane.run(args, quota, spark, tally_lock)
+            if args.engine:
+                with open(lane.work / "engine.log", "ab") as log, Engine(free_port(), log=log) as lane.engine:
+                    lane.run(args, quota, spark, tally_lock)
+            else:
+                lane.run(args, quota, spark, tally_lock)
         except Exception as error:  # noqa: BLE001 - reported with the tally, other lanes go on
             failures.append(f"lane {lane.index}: {error}")
 
@@ -172,7 +208,9 @@ def main() -> None:
         totals.update(lane.totals)  # update keeps the zero counts (Counter + Counter drops them)
     kills, attempts = sum(lane.kills for lane in lanes), sum(lane.attempts for lane in lanes)
     rounds = sum(lane.rounds for lane in lanes)
-    print(f"\n{kills} kills in {attempts} attempts over {rounds} rounds; rows lost / duplicated after each round:")
+    engine_kills = sum(lane.engine_kills for lane in lanes)
+    print(f"\n{kills} kills ({engine_kills} of the engine) in {attempts} attempts over {rounds} rounds; "
+          "rows lost / duplicated after each round:")
     for table in sorted({t for t, _ in totals}):
         print(f"  {table:50} lost {totals[(table, 'lost')]:>5}   duplicated {totals[(table, 'duplicated')]:>5}")
     bad_rows = sum(totals.values())

@@ -12,7 +12,7 @@ import pytest
 
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
 from lakehouse_assets_tests.support.crash import materialize_in_child
 from lakehouse_assets_tests.support.expected import expected_history, scd2_row
@@ -108,3 +108,20 @@ def test_a_full_refresh_killed_midway_then_rerun_leaves_exact_tables(tmp_path: P
     assert materialize_in_child(tmp_path, CHAIN, run_config=refresh).returncode == 0
     spark.catalog.clearCache()
     assert_tables_match_landed_files(Lakehouse(tmp_path / "lakehouse", spark, None))  # type: ignore[arg-type]
+
+
+def test_a_table_creation_cut_off_before_its_first_commit_is_created_on_the_next_run(tmp_path: Path, spark) -> None:
+    """An engine killed while creating a quarantine table leaves ``_delta_log`` with only a
+    temporary file; Delta then answers CREATE TABLE IF NOT EXISTS without creating the table.
+    Found by ``make chaos CHAOS_ARGS=--engine``: the next run failed reading the quarantine."""
+    lh = make_lakehouse(tmp_path, spark)
+    generate(lh.paths, GeneratorOptions(files=1, rows=40, seed=70, start=START, bad_lines=0, blank_lines=0), ["events"])
+    cut_off = lh.root / "tables" / "bronze_events_quarantine" / "_delta_log"
+    (cut_off / "_staged_commits").mkdir(parents=True)
+    (cut_off / ".00000000000000000000.json.0b6e4d2c-0000-4000-8000-000000000000.tmp").write_text("{}")
+
+    result = lh.materialize(["bronze_events", "bronze_events_quarantine"])
+
+    assert result.success
+    assert lh.table("bronze_events_quarantine").count() == 0  # created, and no line was bad
+    assert lh.table("bronze_events").count() == 40

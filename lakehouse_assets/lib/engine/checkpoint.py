@@ -38,9 +38,17 @@ def ensure_table(
     path = paths.table(name)
     if delta_sql.is_delta_table(path):
         return
+    log_dir = f"{path}/_delta_log"
+    if storage.exists(log_dir):
+        # A creation cut off before its first commit (a killed engine or run) leaves a log with
+        # no commit; Delta then answers CREATE TABLE IF NOT EXISTS without creating anything.
+        # No commit means no table: the leftovers go.
+        storage.delete(log_dir)
     properties = {"delta.enableChangeDataFeed": "true"}
     properties.update(table.table_properties if main else {})
     delta_sql.create_table(spark, path, schema, table.partition_by if main else [], properties)
+    if not delta_sql.is_delta_table(path):
+        raise LakehouseError(f"{name}: creating the Delta table at {path} left no commit in its log; check the storage")
 
 
 def full_refresh(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Callable[[str], None]) -> None:

@@ -8,6 +8,7 @@ here knows about Dagster's context, so scripts and tests can run a table the sam
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,9 @@ from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.metadata import run_metadata, table_metadata
 from lakehouse_assets.lib.settings import LakehousePaths, current
+
+
+CHECK_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -110,5 +114,8 @@ def table_events(
         yield Materialized(name, metadata)
     outcomes = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
     context = CheckContext(session, paths, table.name, report, versions, schema, outcomes)
-    for check in checks:
-        yield Checked(check.name, evaluate_check(check, context))
+    # A check's Spark jobs are small and wait mostly on scheduling and round trips: side by side
+    # the step waits for the slowest check, not for their sum.
+    with ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix=f"check-{table.name}") as pool:
+        for check, outcome in zip(checks, pool.map(lambda c: evaluate_check(c, context), checks)):
+            yield Checked(check.name, outcome)
