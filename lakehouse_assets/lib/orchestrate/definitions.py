@@ -46,7 +46,4 @@ def build_definitions(
         resources={"spark": spark_resource(), "lakehouse": LakehouseResource(root=paths.root)},
         # One process per run, so every step shares one SparkSession (one JVM per run).
         executor=dg.in_process_executor,
-        # The terminal shows a run's INFO lines (a line per table with its figures, warnings,
-        # errors); Dagster's DEBUG step events stay in the run's event log and the UI.
-        loggers={"console": dg.colored_console_logger.configured({"log_level": "INFO"})},
     )
