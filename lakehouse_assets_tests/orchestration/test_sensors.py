@@ -15,7 +15,8 @@ import pytest
 from lakehouse_assets.definitions import TABLES, defs
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_sources
-from lakehouse_assets.lib.orchestrate.landing import LandingCursor, expand_braces
+from lakehouse_assets.lib.engine.landing_names import expand_braces
+from lakehouse_assets.lib.orchestrate.landing import LandingCursor
 from lakehouse_assets.lib.orchestrate.sensors import SensorSettings, build_landing_sensor, sensor_name
 
 JOBS, SENSORS, SCHEDULES = list(defs.jobs or []), list(defs.sensors or []), list(defs.schedules or [])
@@ -298,6 +299,22 @@ def test_deleted_files_do_not_trigger(harness: Harness) -> None:
     harness.land("c.jsonl")
     result = harness.tick()
     assert isinstance(result, dg.RunRequest) and new_files(result) == 1
+
+
+def test_entries_nothing_reads_are_named_in_the_tick_and_warned_about_once(
+    harness: Harness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (harness.folder / "x.jsonl").mkdir()
+    (harness.folder / "x.jsonl" / "inside.jsonl").write_text("{}\n")
+    (harness.folder / "notes.txt").write_text("not data\n")
+    first, second = harness.tick(), harness.tick()
+    for tick in (first, second):
+        assert isinstance(tick, dg.SkipReason)
+        assert "x.jsonl/" in tick.skip_message and "notes.txt" in tick.skip_message, tick.skip_message
+    warned = [line for line in capsys.readouterr().err.splitlines() if "will not be ingested" in line]
+    assert len(warned) == 1 and "WARNING" in warned[0] and "x.jsonl/" in warned[0], warned
+    harness.land("real.jsonl")
+    assert isinstance(harness.tick(), dg.RunRequest)  # the folder does not hold up real files
 
 
 def test_brace_globs() -> None:

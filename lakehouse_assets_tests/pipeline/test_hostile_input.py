@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,11 @@ def ingested(module_lakehouse: Lakehouse, tmp_path_factory: pytest.TempPathFacto
     outside.write_text(event("from-outside") + "\n")
     (folder / "link-outside.jsonl").symlink_to(outside)
     lh.outside_file = outside  # type: ignore[attr-defined]
+    (folder / "folder-named-like-data.jsonl").mkdir()  # Spark does not read into it
+    (folder / "folder-named-like-data.jsonl" / "inside.jsonl").write_text(event("inside-a-folder") + "\n")
     result = lh.materialize(CHAIN)
     assert result.success
+    lh.result = result  # type: ignore[attr-defined]
     return lh
 
 
@@ -116,6 +120,20 @@ def test_nothing_outside_the_data_root_is_read(ingested: Lakehouse) -> None:
     assert "from-outside" not in ids(ingested, "bronze_events")
     assert "in-progress" not in ids(ingested, "bronze_events")
     assert (ingested.landing("events") / "_rejected-link-outside.jsonl").is_symlink()
+
+
+def test_a_folder_in_the_landing_folder_is_not_skipped_without_a_word(ingested: Lakehouse) -> None:
+    assert "inside-a-folder" not in ids(ingested, "bronze_events")
+    run_id = ingested.result.run_id  # type: ignore[attr-defined]
+    warned = [
+        e.user_message for e in ingested.instance.all_logs(run_id)
+        if e.level == logging.WARNING and "folder-named-like-data.jsonl/" in e.user_message
+    ]  # fmt: skip
+    assert len(warned) == 1, warned
+    assert "will not be ingested" in warned[0] and "folders are not read" in warned[0]
+    bronze = ingested.result.asset_materializations_for_node("bronze_events")  # type: ignore[attr-defined]
+    metadata = next(m.metadata for m in bronze if m.asset_key.to_user_string() == "bronze_events")
+    assert "folder-named-like-data.jsonl/" in metadata["warnings"].value
 
 
 def test_corrupt_gzip_fails_clearly_and_the_next_run_goes_on(lakehouse: Lakehouse) -> None:

@@ -54,3 +54,5 @@ class RunReport:
     batch_durations_ms: list[int] = field(default_factory=list)
     # Per output table: a sample of the last micro-batch written to it (append and merge sinks).
     written: dict[str, WrittenSample] = field(default_factory=dict)
+    # What a human should look at although the run succeeded (one sentence each).
+    warnings: list[str] = field(default_factory=list)

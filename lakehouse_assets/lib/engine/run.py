@@ -9,12 +9,14 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.declare.sinks import RecomputeSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
 from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, guard_checkpoint, query_checkpoint
 from lakehouse_assets.lib.engine.idle import idle_input
+from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
@@ -55,10 +57,22 @@ def run_table(
         return _run(spark, paths, table, say)
 
 
+def _landing_warnings(paths: LakehousePaths, table: StreamingTable) -> list[str]:
+    """A sentence per landing input whose folder holds complete entries it will not read."""
+    warnings = []
+    for source in (i for i in table.inputs.values() if isinstance(i, LandingInput)):
+        folder = paths.landing(source.source)
+        skipped = not_ingested(folder, [source.glob])
+        if skipped:
+            warnings.append(f"{table.name}: {describe_not_ingested(folder, skipped, [source.glob])}")
+    return warnings
+
+
 def _run(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Log) -> RunReport:
     guard_checkpoint(spark, paths, table)
     started = time.monotonic()
     report = RunReport(table.name)
+    report.warnings += _landing_warnings(paths, table)
     idle = idle_input(spark, paths, table)
     if idle:
         # Starting the query would only read the checkpoint and find no new version.

@@ -149,7 +149,10 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
             previous_checks={} if fresh else _previous_checks(context.instance, table, checks),
         )
         try:
-            for event in table_events(spark.spark_session, lakehouse.paths, table, request, context.log.info):
+            events = table_events(
+                spark.spark_session, lakehouse.paths, table, request, context.log.info, context.log.warning
+            )
+            for event in events:
                 if isinstance(event, Materialized):
                     yield dg.MaterializeResult(asset_key=event.asset, metadata=event.metadata)
                 else:

@@ -22,31 +22,14 @@ size of the landing folder.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-IN_PROGRESS_PREFIXES = ("_", ".")
-
-
-def is_complete(name: str) -> bool:
-    """Contract: names starting with ``_`` or ``.`` are still being written."""
-    return not name.startswith(IN_PROGRESS_PREFIXES)
-
-
-def expand_braces(pattern: str) -> list[str]:
-    """Hadoop-style ``{a,b}`` alternatives (not nested) as plain fnmatch patterns."""
-    match = re.search(r"\{([^{}]*)\}", pattern)
-    if not match:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    return [p for alt in match.group(1).split(",") for p in expand_braces(head + alt + tail)]
-
+from lakehouse_assets.lib.engine.landing_names import is_complete, matches
 
 @dataclass(frozen=True)
 class LandedFile:
@@ -60,12 +43,13 @@ class Listing:
     files: list[LandedFile]
     in_progress: int = 0
     other: int = 0  # complete files the tables' globs do not read
+    # Complete entries nothing ingests: folders (``name/``) and files no glob matches.
+    not_read: tuple[str, ...] = ()
 
 
 def scan(folder: Path, globs: Sequence[str] = ("*",)) -> Listing:
     """The complete regular files directly in ``folder`` matching any of ``globs``."""
-    patterns = [p for g in globs for p in expand_braces(g)]
-    files, in_progress, other = [], 0, 0
+    files, in_progress, other, not_read = [], 0, 0, []
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
@@ -76,16 +60,19 @@ def scan(folder: Path, globs: Sequence[str] = ("*",)) -> Listing:
             continue
         try:
             if not entry.is_file(follow_symlinks=True):
+                if entry.is_dir(follow_symlinks=True):
+                    not_read.append(entry.name + "/")
                 continue
             st = entry.stat(follow_symlinks=True)
         except FileNotFoundError:  # renamed or deleted while listing
             continue
-        if not any(fnmatch.fnmatchcase(entry.name, p) for p in patterns):
+        if not matches(entry.name, globs):
             other += 1
+            not_read.append(entry.name)
             continue
         files.append(LandedFile(entry.name, st.st_ctime_ns, st.st_size))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
-    return Listing(files, in_progress, other)
+    return Listing(files, in_progress, other, tuple(sorted(not_read)))
 
 
 @dataclass
@@ -93,16 +80,24 @@ class LandingCursor:
     hwm: int = 0
     recent: dict[str, int] = field(default_factory=dict)
     n: int = 0
+    # Digest of the entries last warned about as not read (a warning per change, not per tick).
+    warned: str = ""
 
     @classmethod
     def load(cls, text: str | None) -> LandingCursor:
         if not text:
             return cls()
         data = json.loads(text)
-        return cls(int(data.get("hwm", 0)), {k: int(v) for k, v in data.get("recent", {}).items()}, int(data.get("n", 0)))
+        recent = {k: int(v) for k, v in data.get("recent", {}).items()}
+        return cls(int(data.get("hwm", 0)), recent, int(data.get("n", 0)), str(data.get("warned", "")))
 
     def dump(self) -> str:
-        return json.dumps({"v": 1, "hwm": self.hwm, "n": self.n, "recent": self.recent}, sort_keys=True)
+        data = {"v": 1, "hwm": self.hwm, "n": self.n, "recent": self.recent}
+        return json.dumps(data | ({"warned": self.warned} if self.warned else {}), sort_keys=True)
+
+
+def digest(names: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16] if names else ""
 
 
 @dataclass(frozen=True)
@@ -128,4 +123,4 @@ def evaluate(files: Iterable[LandedFile], cursor: LandingCursor, grace_ns: int) 
     unidentified = max(0, len(files) - cursor.n - len(new))
     hwm = max([cursor.hwm, *(f.arrived_ns for f in files)])
     recent = {f.name: f.arrived_ns for f in files if f.arrived_ns >= hwm - grace_ns}
-    return Evaluation(new, unidentified, LandingCursor(hwm, recent, len(files)))
+    return Evaluation(new, unidentified, LandingCursor(hwm, recent, len(files), cursor.warned))

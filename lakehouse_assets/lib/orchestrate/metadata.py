@@ -87,6 +87,8 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
     if report.late_rows_dropped or report.state_rows:
         metadata["late_rows_dropped_by_watermark"] = report.late_rows_dropped
         metadata["state_rows"] = report.state_rows
+    if report.warnings:
+        metadata["warnings"] = dg.MetadataValue.md("\n".join(f"- {w}" for w in report.warnings))
     for name, failed in sorted(report.expectation_failures.items()):
         metadata[f"expectation/{name}/failed"] = failed
         metadata[f"expectation/{name}/passed"] = report.expectation_rows - failed

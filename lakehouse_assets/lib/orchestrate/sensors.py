@@ -27,7 +27,8 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
-from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, evaluate, scan
+from lakehouse_assets.lib.engine.landing_names import describe_not_ingested
+from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, scan
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.settings import current
 
@@ -122,13 +123,19 @@ def build_landing_sensor(
         folder = paths.local_path(paths.landing(source))
         listing = scan(folder, globs)
         cursor = LandingCursor.load(context.cursor)
+        not_read = describe_not_ingested(str(folder), listing.not_read, globs) if listing.not_read else ""
+        if digest(listing.not_read) != cursor.warned:
+            if not_read:
+                context.log.warning(f"{source}: {not_read}")
+            cursor = LandingCursor(cursor.hwm, cursor.recent, cursor.n, digest(listing.not_read))
+            context.update_cursor(cursor.dump())
         result = evaluate(listing.files, cursor, grace_ns)
         ignored = f"{listing.in_progress} in-progress name(s) ignored" if listing.in_progress else ""
         if not result.has_work:
             if result.next_cursor != cursor:
                 context.update_cursor(result.next_cursor.dump())
             seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
-            details = ", ".join(x for x in [seen, ignored] if x)
+            details = ", ".join(x for x in [seen, ignored, not_read] if x)
             return dg.SkipReason(f"No new files in {folder} ({details}).")
 
         def described(result: Evaluation) -> str:

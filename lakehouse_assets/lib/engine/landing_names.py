@@ -1,0 +1,55 @@
+"""Which names in a landing folder are read: the contract's in-progress prefixes and the
+Hadoop-style globs (``*.{json,jsonl}``) that landing inputs declare."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Sequence
+
+from pyarrow import fs as pafs
+
+from lakehouse_assets.lib.engine import storage
+
+IN_PROGRESS_PREFIXES = ("_", ".")
+
+
+def is_complete(name: str) -> bool:
+    """Contract: names starting with ``_`` or ``.`` are still being written."""
+    return not name.startswith(IN_PROGRESS_PREFIXES)
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """Hadoop-style ``{a,b}`` alternatives (not nested) as plain fnmatch patterns."""
+    match = re.search(r"\{([^{}]*)\}", pattern)
+    if not match:
+        return [pattern]
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    return [p for alt in match.group(1).split(",") for p in expand_braces(head + alt + tail)]
+
+
+def matches(name: str, globs: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for g in globs for p in expand_braces(g))
+
+
+def not_ingested(folder: str, globs: Sequence[str]) -> list[str]:
+    """Complete entries of ``folder`` that no input reads: folders (``name/``; Spark reads only
+    the files directly in a landing folder) and files no glob matches. Sorted."""
+    skipped = []
+    for entry in storage.list_entries(folder):
+        if not is_complete(entry.base_name):
+            continue
+        if entry.type == pafs.FileType.Directory:
+            skipped.append(entry.base_name + "/")
+        elif not matches(entry.base_name, globs):
+            skipped.append(entry.base_name)
+    return sorted(skipped)
+
+
+def describe_not_ingested(folder: str, names: Sequence[str], globs: Sequence[str]) -> str:
+    """One sentence for a warning: what is in ``folder`` that will not be ingested, and why."""
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (
+        f"{len(names)} entr{'y' if len(names) == 1 else 'ies'} in {folder} will not be ingested: {shown} "
+        f"(folders are not read; file names must match {', '.join(globs)}; in-progress names start with _ or .)"
+    )
