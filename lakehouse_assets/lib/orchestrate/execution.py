@@ -85,8 +85,10 @@ def table_events(
     table: StreamingTable,
     request: TableRequest,
     log: Callable[[str], None],
+    warn: Callable[[str], None] | None = None,
 ) -> Iterator[TableEvent]:
-    """Run the table's query, then yield its materializations and check outcomes.
+    """Run the table's query, then yield its materializations and check outcomes; ``warn``
+    (default ``log``) gets what a human should look at although the run succeeded.
 
     On a :class:`LakehouseError` every selected check is reported failed with the cause, then
     the error is raised again for the caller to fail the step with its message."""
@@ -103,6 +105,8 @@ def table_events(
         f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
         f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
     )
+    for warning in report.warnings:
+        (warn or log)(warning)
     if table.name in request.assets:
         own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))
         metadata = {**run_metadata(report), **own}
