@@ -65,8 +65,13 @@ demo: setup
 	  tail -40 .cache/demo-run.log; echo "materialization failed; full log: .cache/demo-run.log" >&2; exit 1; }
 	@$(BIN)/python -m lakehouse_assets.summary
 
+# The terminal gets the run's INFO lines (a line per table, warnings, errors); Dagster's DEBUG step
+# events stay in the run's event log (Definitions' loggers do not reach this command's job).
+QUIET_RUN := {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+
 materialize: setup
-	$(BIN)/dagster asset materialize -m lakehouse_assets --select '*'
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/dagster asset materialize -m lakehouse_assets --select '*' \
+	  --config-json '$(QUIET_RUN)'
 
 land: setup
 	@$(BIN)/python -m lakehouse_assets.generate
