@@ -28,20 +28,26 @@ def expand_braces(pattern: str) -> list[str]:
     return [p for alt in match.group(1).split(",") for p in expand_braces(head + alt + tail)]
 
 
-def matches(name: str, globs: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for g in globs for p in expand_braces(g))
+def expand_globs(globs: Sequence[str]) -> list[str]:
+    """Every glob's alternatives as plain fnmatch patterns (expand once per listing)."""
+    return [p for g in globs for p in expand_braces(g)]
+
+
+def matches(name: str, patterns: Sequence[str]) -> bool:
+    """Whether ``name`` matches one of ``patterns`` (from :func:`expand_globs`)."""
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def not_ingested(folder: str, globs: Sequence[str]) -> list[str]:
     """Complete entries of ``folder`` that no input reads: folders (``name/``; Spark reads only
     the files directly in a landing folder) and files no glob matches. Sorted."""
-    skipped = []
+    patterns, skipped = expand_globs(globs), []
     for entry in storage.list_entries(folder):
         if not is_complete(entry.base_name):
             continue
         if entry.type == pafs.FileType.Directory:
             skipped.append(entry.base_name + "/")
-        elif not matches(entry.base_name, globs):
+        elif not matches(entry.base_name, patterns):
             skipped.append(entry.base_name)
     return sorted(skipped)
 

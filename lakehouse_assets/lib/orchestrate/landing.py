@@ -29,7 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lakehouse_assets.lib.engine.landing_names import is_complete, matches
+from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches
+
 
 @dataclass(frozen=True)
 class LandedFile:
@@ -42,14 +43,14 @@ class LandedFile:
 class Listing:
     files: list[LandedFile]
     in_progress: int = 0
-    other: int = 0  # complete files the tables' globs do not read
     # Complete entries nothing ingests: folders (``name/``) and files no glob matches.
     not_read: tuple[str, ...] = ()
 
 
 def scan(folder: Path, globs: Sequence[str] = ("*",)) -> Listing:
     """The complete regular files directly in ``folder`` matching any of ``globs``."""
-    files, in_progress, other, not_read = [], 0, 0, []
+    patterns = expand_globs(globs)
+    files, in_progress, not_read = [], 0, []
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
@@ -66,13 +67,12 @@ def scan(folder: Path, globs: Sequence[str] = ("*",)) -> Listing:
             st = entry.stat(follow_symlinks=True)
         except FileNotFoundError:  # renamed or deleted while listing
             continue
-        if not matches(entry.name, globs):
-            other += 1
+        if not matches(entry.name, patterns):
             not_read.append(entry.name)
             continue
         files.append(LandedFile(entry.name, st.st_ctime_ns, st.st_size))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
-    return Listing(files, in_progress, other, tuple(sorted(not_read)))
+    return Listing(files, in_progress, tuple(sorted(not_read)))
 
 
 @dataclass
