@@ -13,6 +13,7 @@ import gzip
 import json
 import os
 import random
+import sys
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable
 
 CATEGORIES = ["books", "electronics", "garden", "toys", "fashion", None]
 PAGES = ["/", "/search", "/product", "/cart", "/checkout"]
@@ -258,6 +259,10 @@ def main(argv: list[str] | None = None) -> None:
     if args["start"] and args["start"].tzinfo is None:
         args["start"] = args["start"].replace(tzinfo=UTC)
     sources = args.pop("sources")
+    try:
+        paths.check_root()
+    except RootUnusable as error:
+        sys.exit(f"generate: {error}")
     written = generate(paths, GeneratorOptions(**args), sources)
     print(f"landed {len(written)} files under {paths.root}/landing")
 

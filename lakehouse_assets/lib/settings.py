@@ -134,6 +134,10 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
+class RootUnusable(ValueError):
+    """The data root cannot be used; the message is one sentence for the terminal."""
+
+
 @dataclass(frozen=True)
 class LakehousePaths:
     """Paths of tables, checkpoints and landing folders under one data root."""
@@ -156,6 +160,21 @@ class LakehousePaths:
 
     def checkpoint(self, name: str) -> str:
         return f"{self.root}/checkpoints/{name}"
+
+    def check_root(self) -> None:
+        """Raise :class:`RootUnusable` (one sentence) when a local root cannot hold the lakehouse:
+        it is a file, cannot be created, or is not writable. Creates a missing one."""
+        if not self.is_local:
+            return
+        path = self.local_path(self.root)
+        if path.exists() and not path.is_dir():
+            raise RootUnusable(f"LAKEHOUSE_ROOT={path} is a file, not a folder: point LAKEHOUSE_ROOT at a folder (it is created when missing).")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RootUnusable(f"LAKEHOUSE_ROOT={path} cannot be created: {error.strerror.lower()} at {error.filename}.") from None
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise RootUnusable(f"LAKEHOUSE_ROOT={path} is not writable by this user.")
 
     def lock_file(self, table: str) -> Path | None:
         """The OS lock every writer of ``table`` holds (local roots; None for object storage)."""

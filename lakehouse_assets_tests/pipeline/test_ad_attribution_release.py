@@ -222,7 +222,7 @@ def test_shuffled_late_feed_has_every_window_before_the_watermark(lakehouse: Lak
         released_by_run.append(len(expected))
         (event,) = [m for m in result.get_asset_materialization_events() if m.asset_key.path == ["gold_ad_attribution"]]
         meta = {k: v.value for k, v in event.materialization.metadata.items()}
-        assert meta.get("late_rows_dropped_by_watermark", 0) == oracle.late[-1], f"run {run}"
+        assert meta.get("dropped_late", 0) == oracle.late[-1], f"run {run}"
     # The scenario exercises what it means to: rows released in every run, late rows dropped.
     assert len(set(released_by_run)) >= 4 and released_by_run[-1] > released_by_run[1] > 0, released_by_run
     assert sum(oracle.late) > 0

@@ -65,7 +65,7 @@ def gold_user_sessions(silver_events: DataFrame) -> DataFrame:
     """User sessions (30-minute inactivity gap): events, page views, purchases and revenue.
     A session is written once the watermark (latest event time seen minus the allowed
     lateness, 1 hour by default) has passed its end, exactly once. Events later than the
-    watermark are counted in `late_rows_dropped_by_watermark`; they stay in `silver_events`."""
+    watermark are counted in `dropped_late`; they stay in `silver_events`."""
     return user_sessions(silver_events)
 
 

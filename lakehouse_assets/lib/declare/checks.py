@@ -125,13 +125,14 @@ def quarantine_rate(max_share: float = 0.1) -> TableCheck:
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
         report = ctx.report
-        if report is None or report.rows_read == 0:
-            return CheckOutcome(True, {"rows_read": 0, "threshold": max_share})
-        share = (report.rows_quarantined + report.rows_dropped) / report.rows_read
+        # The share of the function's rows that its expectations kept out of the table.
+        if report is None or report.expectation_rows == 0:
+            return CheckOutcome(True, {"rows_checked": 0, "threshold": max_share})
+        share = (report.rows_quarantined + report.dropped_by_expectations) / report.expectation_rows
         return CheckOutcome(
             share <= max_share,
             {"quarantine_share": round(share, 4), "threshold": max_share,
-             "rows_quarantined": report.rows_quarantined, "rows_read": report.rows_read},
+             "rows_quarantined": report.rows_quarantined, "rows_checked": report.expectation_rows},
         )  # fmt: skip
 
     return TableCheck("quarantine_rate", f"At most {max_share:.0%} of a run's rows quarantined.", evaluate, "WARN")

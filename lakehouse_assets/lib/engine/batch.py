@@ -64,7 +64,7 @@ def evaluate_expectations(table: StreamingTable, flagged: DataFrame, report: Run
                 f"{counts[e.name]} rows, e.g. {first_failure(flagged, e)}"
             )
     kept, quarantined, _ = split_by_expectations(flagged, expectations)
-    report.rows_dropped += n_dropped
+    report.dropped_by_expectations += n_dropped
     report.expectation_rows += rows
     for name, failed in counts.items():
         report.expectation_failures[name] = report.expectation_failures.get(name, 0) + failed
@@ -115,10 +115,11 @@ def prepare_batches(
                 report.written[table.name] = sample_written(published)
             n_quarantined = write_quarantine(paths, table, split, batch, app_id, batch_id, report)
             faults.reached(table.name, "after_batch_writes")
-            report.batches += 1
-            report.rows_read += split.rows
+            report.result_rows += split.rows
             report.rows_written += written
             report.rows_quarantined += n_quarantined
+            # A merge writes fewer rows than it is handed when keys are already present.
+            report.dropped_duplicates += split.kept_rows - written
             ledger.record(batch_id, report)
         finally:
             flagged.unpersist()

@@ -19,7 +19,9 @@ from pyspark.sql.types import StructType
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.report import RunReport, WrittenSample
 
-_SUMMED = ("batches", "rows_read", "rows_written", "rows_quarantined", "rows_dropped", "expectation_rows")
+_SUMMED = (
+    "result_rows", "rows_written", "rows_quarantined", "dropped_by_expectations", "dropped_duplicates", "expectation_rows",
+)
 
 
 def _to_json(report: RunReport) -> str:

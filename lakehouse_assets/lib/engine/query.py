@@ -51,9 +51,16 @@ def await_query(query: Any, table: StreamingTable, report: RunReport, log: Calla
                 continue
             duration = int(progress.durationMs.get("triggerExecution", 0))
             report.batch_durations_ms.append(duration)
+            # What the query read is counted here, where the log line says it, so the two agree.
+            report.rows_read += rows
+            report.batches += 1 if rows else 0
             for op in progress.stateOperators or []:
-                report.late_rows_dropped += int(op.numRowsDroppedByWatermark or 0)
-                report.state_rows = int(op.numRowsTotal or 0)
+                report.dropped_late += int(op.numRowsDroppedByWatermark or 0)
+            if progress.stateOperators:
+                report.state_rows = sum(int(op.numRowsTotal or 0) for op in progress.stateOperators)
+            watermark = (progress.eventTime or {}).get("watermark")
+            if watermark and not watermark.startswith("1970-01-01T00:00:00"):  # (epoch: none yet)
+                report.watermark = watermark
             log(
                 f"{table.name}: batch {batch_id}: {rows} rows in {duration} ms "
                 f"({progress.processedRowsPerSecond or 0:.0f} rows/s)"

@@ -115,8 +115,7 @@ def prepare_recompute(
 
         changes = _without_cdf(batch).persist()
         try:
-            rows = changes.count()
-            if rows == 0:
+            if changes.isEmpty():
                 return
             if expectations:
                 check_expectations(changes, batch_id, report)
@@ -124,9 +123,10 @@ def prepare_recompute(
             write = BatchWrite(session, paths.table(table.name), app_id, batch_id)
             written = recompute_keys(sink, changes, current, passing, write, on_written=keep_sample)
             faults.reached(table.name, "after_table_write")
-            report.batches += 1
-            report.rows_read += rows
             report.rows_written += written
+            # The function's rows here are the table's rows the batch changed (its aggregates or
+            # its keys' history), so the batch's result is what it wrote, kept out or dropped.
+            report.result_rows += written + report.rows_quarantined + report.dropped_by_expectations
             ledger.record(batch_id, report)
         finally:
             changes.unpersist()

@@ -38,16 +38,29 @@ class ExpectationSplit:
 
 @dataclass
 class RunReport:
-    """What one materialization of a streaming table did."""
+    """What one materialization of a streaming table did.
+
+    Its figures add up: ``rows_read`` (what the query read from its inputs, as the per-batch log
+    lines say) = ``rows_written`` + ``rows_quarantined`` + ``rows_dropped`` + ``rows_reduced``,
+    where ``rows_dropped`` sums the named kinds (by expectations, duplicates merged away, behind
+    the watermark) and ``rows_reduced`` is what the table's function itself took away: lines it
+    filters (blank lines), rows it folds into aggregates or holds in state until the watermark
+    passes (0 for a row-per-row table; negative when it makes more rows than it reads, as a
+    history that closes one version and opens another for one change)."""
 
     table: str
     batches: int = 0
     rows_read: int = 0
+    # Rows the table's function produced from what it read (the rows its sinks were handed).
+    result_rows: int = 0
     rows_written: int = 0
     rows_quarantined: int = 0
-    rows_dropped: int = 0
-    late_rows_dropped: int = 0
+    dropped_by_expectations: int = 0
+    # Result rows a merge sink found already present (re-deliveries, older versions of a key).
+    dropped_duplicates: int = 0
+    dropped_late: int = 0
     state_rows: int = 0
+    watermark: str | None = None
     expectation_failures: dict[str, int] = field(default_factory=dict)
     expectation_rows: int = 0
     duration_s: float = 0.0
@@ -56,3 +69,36 @@ class RunReport:
     written: dict[str, WrittenSample] = field(default_factory=dict)
     # What a human should look at although the run succeeded (one sentence each).
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rows_dropped(self) -> int:
+        return self.dropped_by_expectations + self.dropped_duplicates + self.dropped_late
+
+    @property
+    def rows_reduced(self) -> int:
+        return self.rows_read - self.dropped_late - self.result_rows
+
+    @property
+    def changed_nothing(self) -> bool:
+        """Nothing was read: the run leaves the table as the last one did."""
+        return self.rows_read == 0 and self.result_rows == 0
+
+    def summary(self) -> str:
+        """One line: the figures of the run, adding up."""
+        kinds = [
+            f"{n} {kind}"
+            for n, kind in (
+                (self.dropped_by_expectations, "by expectations"),
+                (self.dropped_duplicates, "duplicates"),
+                (self.dropped_late, "behind the watermark"),
+            )
+            if n
+        ]
+        parts = [f"{self.rows_written} written", f"{self.rows_quarantined} quarantined"]
+        parts.append(f"{self.rows_dropped} dropped" + (f" ({', '.join(kinds)})" if kinds else ""))
+        if self.rows_reduced:
+            parts.append(f"{self.rows_reduced} reduced by the function (filtered, aggregated or in state)")
+        line = f"{self.table}: {self.rows_read} rows read = {' + '.join(parts)}"
+        if self.state_rows or self.watermark:
+            line += f"; state holds {self.state_rows} rows, watermark {self.watermark or 'not set yet'}"
+        return f"{line}; {self.batches} micro-batches, {self.duration_s}s"

@@ -13,7 +13,7 @@ from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableEvent, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable, current
 
 KINDS = {"spark", "delta"}
 
@@ -149,12 +149,20 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
             previous_checks={} if fresh else _previous_checks(context.instance, table, checks),
         )
         try:
+            lakehouse.paths.check_root()
+        except RootUnusable as error:
+            raise dg.Failure(description=str(error)) from None
+        try:
             events = table_events(
                 spark.spark_session, lakehouse.paths, table, request, context.log.info, context.log.warning
             )
             for event in events:
                 if isinstance(event, Materialized):
-                    yield dg.MaterializeResult(asset_key=event.asset, metadata=event.metadata)
+                    # The Delta version is the data version: a run that changed nothing leaves it
+                    # as it was, and Dagster does not mark the readers unsynced.
+                    version = event.metadata.get("delta_version")
+                    data_version = dg.DataVersion(str(version.value)) if version is not None else None
+                    yield dg.MaterializeResult(asset_key=event.asset, metadata=event.metadata, data_version=data_version)
                 else:
                     yield _check_result(table, checks_by_name[event.check], event.outcome)
         except LakehouseError as error:

@@ -20,7 +20,7 @@ from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets.lib.orchestrate.metadata import run_metadata, table_metadata
+from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE, run_metadata, table_metadata
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
@@ -101,10 +101,7 @@ def table_events(
         for check in checks:
             yield Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"}))
         raise
-    log(
-        f"{table.name}: {report.rows_read} rows read, {report.rows_written} written, "
-        f"{report.rows_quarantined} quarantined in {report.batches} micro-batches, {report.duration_s}s"
-    )
+    log(report.summary())
     for warning in report.warnings:
         (warn or log)(warning)
     if table.name in request.assets:
@@ -114,7 +111,8 @@ def table_events(
     if table.quarantine and table.quarantine.table in request.assets:
         name = table.quarantine.table
         content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
-        metadata = {"rows_written": report.rows_quarantined, **content}
+        figures = {"change": NO_CHANGE} if report.changed_nothing else {"rows_written": report.rows_quarantined}
+        metadata = {**figures, **content}
         yield Materialized(name, metadata)
     outcomes = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
     context = CheckContext(session, paths, table.name, report, versions, schema, outcomes)

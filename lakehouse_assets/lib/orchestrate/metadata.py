@@ -12,6 +12,8 @@ from lakehouse_assets.lib.engine.report import RunReport, WrittenSample, sample_
 
 # What describes the table's content, so it can be carried over while the version stands still.
 CONTENT_KEYS = ("dagster/row_count", "dagster/column_schema", "preview")
+# What a run that read nothing records instead of its (zero) figures.
+NO_CHANGE = "none: nothing new was read; the table is as the last run left it"
 
 
 def markdown_preview(rows: list[dict[str, Any]], columns: list[str], width: int = 40) -> str:
@@ -75,18 +77,28 @@ def table_metadata(
 
 
 def run_metadata(report: RunReport) -> dict[str, Any]:
-    """Figures of one run, numeric so the Dagster UI plots them over time."""
-    metadata: dict[str, Any] = {
-        "rows_read": report.rows_read,
-        "rows_written": report.rows_written,
-        "rows_quarantined": report.rows_quarantined,
-        "rows_dropped": report.rows_dropped,
-        "micro_batches": report.batches,
-        "duration_s": dg.MetadataValue.float(report.duration_s),
-    }
-    if report.late_rows_dropped or report.state_rows:
-        metadata["late_rows_dropped_by_watermark"] = report.late_rows_dropped
+    """Figures of one run, numeric so the Dagster UI plots them over time. They add up:
+    ``rows_read`` = ``rows_written`` + ``rows_quarantined`` + ``rows_dropped`` (the sum of the
+    ``dropped_*`` kinds) + ``reduced_by_function``. A run that read nothing records no figures (see
+    :data:`NO_CHANGE`): the plots and the overview keep the last run that did something."""
+    if report.changed_nothing:
+        metadata: dict[str, Any] = {"change": NO_CHANGE}
+    else:
+        metadata = {
+            "rows_read": report.rows_read,
+            "rows_written": report.rows_written,
+            "rows_quarantined": report.rows_quarantined,
+            "rows_dropped": report.rows_dropped,
+            "dropped_expectations": report.dropped_by_expectations,
+            "dropped_duplicates": report.dropped_duplicates,
+            "dropped_late": report.dropped_late,
+            "reduced_by_function": report.rows_reduced,
+            "micro_batches": report.batches,
+            "duration_s": dg.MetadataValue.float(report.duration_s),
+        }
+    if report.state_rows or report.watermark:
         metadata["state_rows"] = report.state_rows
+        metadata["watermark"] = report.watermark or "not set yet: no event read"
     if report.warnings:
         metadata["warnings"] = dg.MetadataValue.md("\n".join(f"- {w}" for w in report.warnings))
     for name, failed in sorted(report.expectation_failures.items()):
