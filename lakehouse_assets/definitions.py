@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from lakehouse_assets.lib import LakehousePaths, build_definitions as build_pipeline, collect_tables
+from lakehouse_assets.lib.settings import RootUnusable
 
 TABLES_PACKAGE = "lakehouse_assets.defs"
 TABLES = collect_tables(TABLES_PACKAGE)
@@ -16,4 +17,8 @@ def build_definitions(paths: LakehousePaths | None = None) -> dg.Definitions:
     return build_pipeline(TABLES, paths)
 
 
-defs = build_definitions()
+try:
+    defs = build_definitions()
+except RootUnusable as error:
+    # Before Dagster runs anything: one sentence on the terminal, no traceback.
+    raise SystemExit(f"lakehouse_assets: {error}") from None

@@ -5,6 +5,8 @@ values in the wrong columns) until it is removed, after which the next run goes 
 
 from __future__ import annotations
 
+import re
+
 import gzip
 from collections import Counter
 from pathlib import Path
@@ -91,6 +93,8 @@ def test_a_wrong_header_stops_the_run_clearly_until_the_file_is_removed(lakehous
     failure = next(e for e in failed.all_events if e.event_type_value == "STEP_FAILURE")
     message = failure.step_failure_data.error.message
     assert "wrong-header.csv" in message and "header" in message.lower(), message
+    # Spark's own words say what it expected and what it found.
+    assert re.search(r"expected \S+ but found \S+|header has \d+ columns but \d+ are declared", message), message
     assert len(message) < 3000 and "Traceback" not in message, "one clear message, not a stack trace"
     assert not (Path(lakehouse.paths.table("bronze_customers")) / "_delta_log").exists() or not {
         r[0] for r in lakehouse.table("bronze_customers").select("customer_id").collect()

@@ -9,9 +9,40 @@ class LakehouseError(Exception):
     """A failure with a message meant for the user (table name, cause, fix)."""
 
 
+def _with_causes(error: BaseException) -> str:
+    """The error's text and its causes' (PySpark keeps the JVM's cause chain in ``_cause``)."""
+    texts, seen, current = [], set(), error
+    while current is not None and id(current) not in seen and len(texts) < 10:
+        seen.add(id(current))
+        texts.append(str(getattr(current, "_desc", None) or current))
+        nested = getattr(current, "_cause", None) or current.__cause__
+        current = nested if isinstance(nested, BaseException) else None
+    return "\n".join(texts)
+
+
+_CSV_HEADER = re.compile(
+    r"CSV header does not conform to the schema\.\s*Header: (?P<header>[^\n]*)\n\s*Schema: (?P<schema>[^\n]*)\n"
+    r"\s*Expected: (?P<expected>.*?) but found: (?P<found>[^\n]*)"
+)
+
+
+def _detail(text: str) -> str | None:
+    """Spark's own words on why a landed file cannot be read, where it gives them."""
+    header = _CSV_HEADER.search(text)
+    if header:
+        return (
+            f"its CSV header does not match the declared columns: expected {header['expected']} but found "
+            f"{header['found']} (header: {header['header'].strip()}; declared: {header['schema'].strip()})"
+        )
+    width = re.search(r"Header length: (\d+), schema size: (\d+)", text)
+    if width:
+        return f"its CSV header has {width[1]} columns but {width[2]} are declared"
+    return None
+
+
 def short_error(error: BaseException) -> str:
     """The useful part of a streaming failure: our own message, else Spark's first lines."""
-    text = str(error)
+    text = _with_causes(error)
     if any(m in text for m in ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
                                "STREAMING_STATEFUL_OPERATOR_NOT_MATCH", "StateSchemaNotCompatible",
                                "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION", "state schema")):  # fmt: skip
@@ -27,7 +58,7 @@ def short_error(error: BaseException) -> str:
     causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by:")]
     unreadable = re.search(r"Encountered error while reading file (\S+?)\.?(\s|$)", text)
     if unreadable:
-        cause = causes[-1] if causes else "unreadable"
+        cause = _detail(text) or (causes[-1] if causes else "unreadable")
         return (
             f"cannot read landed file {unreadable.group(1)} ({cause[:300]}); remove it or land a "
             "fixed copy under a new name, then run again"

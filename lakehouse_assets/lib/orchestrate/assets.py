@@ -154,8 +154,9 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
             raise dg.Failure(description=str(error)) from None
         try:
             events = table_events(
-                spark.spark_session, lakehouse.paths, table, request, context.log.info, context.log.warning
-            )
+                spark.spark_session, lakehouse.paths, table, request,
+                log=context.log.debug, warn=context.log.warning, info=context.log.info,
+            )  # fmt: skip
             for event in events:
                 if isinstance(event, Materialized):
                     # The Delta version is the data version: a run that changed nothing leaves it

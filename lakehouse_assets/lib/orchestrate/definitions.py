@@ -28,11 +28,12 @@ def build_definitions(
     """Dagster definitions for ``tables`` under one data root.
 
     :param tables: the declared tables (for example ``collect_tables("my_pipeline.defs")``).
-    :param paths: the data root (default: ``LAKEHOUSE_ROOT``, read now).
+    :param paths: the data root (default: ``LAKEHOUSE_ROOT``, read now); checked first (:class:`RootUnusable`).
     :param sensors: add one landing sensor per landing source (and its ingest job).
     :param schedules: add nightly maintenance and the refresh_all schedule (off by default).
     """
     paths = paths or LakehousePaths.from_env()
+    paths.check_root()
     ingest = build_ingest_jobs(tables)
     refresh = build_refresh_job()
     maintenance = build_maintenance_jobs(tables)

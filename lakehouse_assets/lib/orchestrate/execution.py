@@ -86,9 +86,11 @@ def table_events(
     request: TableRequest,
     log: Callable[[str], None],
     warn: Callable[[str], None] | None = None,
+    info: Callable[[str], None] | None = None,
 ) -> Iterator[TableEvent]:
-    """Run the table's query, then yield its materializations and check outcomes; ``warn``
-    (default ``log``) gets what a human should look at although the run succeeded.
+    """Run the table's query, then yield its materializations and check outcomes. ``log`` gets
+    the progress lines (a line per micro-batch), ``info`` (default ``log``) the run's one-line
+    summary, ``warn`` (default ``log``) what a human should look at although the run succeeded.
 
     On a :class:`LakehouseError` every selected check is reported failed with the cause, then
     the error is raised again for the caller to fail the step with its message."""
@@ -101,7 +103,7 @@ def table_events(
         for check in checks:
             yield Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"}))
         raise
-    log(report.summary())
+    (info or log)(report.summary())
     for warning in report.warnings:
         (warn or log)(warning)
     if table.name in request.assets:
