@@ -27,7 +27,8 @@ help:
 	@echo "make clean-data  - delete the landing zone, tables, checkpoints and Dagster's local runs under data/"
 	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: this folder),"
 	@echo "           DAGSTER_PORT (3000), LAKEHOUSE_ENGINE_PORT (15002), SPARK_REMOTE (a Connect engine for every run),"
-	@echo "           SPARK_MASTER (the engine's or embedded driver's master), ENGINE=0 (make dev without the engine);"
+	@echo "           SPARK_MASTER (the engine's or embedded driver's master), ENGINE=0 (make dev without the engine),"
+	@echo "           DAGSTER_LOG_LEVEL (make dev's service logs: warning);"
 	@echo "           see docs/configuration.md"
 
 setup: $(STAMP) jars $(CDS)
@@ -85,7 +86,8 @@ engine: setup
 # Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
 # logs and cursors are kept in data/dagster (see dagster.yaml) and survive a restart.
 # Every run is a client of the Spark Connect engine started here first (or of the one SPARK_REMOTE
-# names); ENGINE=0 runs each in its own embedded Spark instead.
+# names); ENGINE=0 runs each in its own embedded Spark instead. The services log warnings and
+# errors only (idle, the daemon's INFO lines are ~100 a minute); DAGSTER_LOG_LEVEL=info for all.
 dev: setup
 	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; \
 	if [ "$${ENGINE:-1}" != 0 ] && [ -z "$${SPARK_REMOTE:-}" ]; then \
@@ -97,7 +99,7 @@ dev: setup
 	  done; \
 	  export SPARK_REMOTE=sc://127.0.0.1:$$port; \
 	fi; \
-	$(BIN)/dagster dev -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
+	$(BIN)/dagster dev --log-level $${DAGSTER_LOG_LEVEL:-warning} -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
 
 # Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
 latency: setup

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DoubleType, FloatType, StructField, StructType
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,14 @@ class WrittenSample:
 def sample_written(df: DataFrame, rows: int = 5) -> WrittenSample:
     """A few rows of ``df`` (a cached micro-batch: no new scan), as text so values Python cannot
     hold (timestamps before year 1 after a time-zone shift) still show."""
-    as_text = df.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in df.columns])
+    def shown(field: StructField) -> Column:
+        column = F.col(f"`{field.name}`")
+        # A sum of doubles shows as 1517.0200000000002: six decimals are enough to read it.
+        if isinstance(field.dataType, (DoubleType, FloatType)):
+            column = F.round(column, 6)
+        return column.cast("string").alias(field.name)
+
+    as_text = df.select(*[shown(f) for f in df.schema.fields])
     return WrittenSample(df.schema, [r.asDict() for r in as_text.limit(rows).collect()])
 
 
@@ -101,4 +108,4 @@ class RunReport:
         line = f"{self.table}: {self.rows_read} rows read = {' + '.join(parts)}"
         if self.state_rows or self.watermark:
             line += f"; state holds {self.state_rows} rows, watermark {self.watermark or 'not set yet'}"
-        return f"{line}; {self.batches} micro-batches, {self.duration_s}s"
+        return f"{line}; {self.batches} micro-batch{'' if self.batches == 1 else 'es'}, {self.duration_s}s"
