@@ -16,7 +16,6 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark binds to 127.0.0.1
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import dagster as dg
@@ -26,7 +25,6 @@ from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths
 from lakehouse_assets.tools.devserver import isolated_home
-from lakehouse_assets_tests.support.expected import ExpectedEvents, close
 from lakehouse_assets_tests.support.runs import assert_events_exact, assert_no_overlap, step_intervals
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ from dagster_pyspark import LazyPySparkResource
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
-from lakehouse_assets.lib.orchestrate.execution import Materialized, TableEvent, TableRequest, table_events
+from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
 from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable, current
 
