@@ -76,6 +76,8 @@ class RunReport:
     written: dict[str, WrittenSample] = field(default_factory=dict)
     # What a human should look at although the run succeeded (one sentence each).
     warnings: list[str] = field(default_factory=list)
+    # The run emptied its outputs and reset its checkpoint first.
+    full_refresh: bool = False
 
     @property
     def rows_dropped(self) -> int:
@@ -87,8 +89,8 @@ class RunReport:
 
     @property
     def changed_nothing(self) -> bool:
-        """Nothing was read: the run leaves the table as the last one did."""
-        return self.rows_read == 0 and self.result_rows == 0
+        """Nothing was read or reset: the run leaves the table as the last one did."""
+        return self.rows_read == 0 and self.result_rows == 0 and not self.full_refresh
 
     def summary(self) -> str:
         """One line: the figures of the run, adding up."""

@@ -54,7 +54,9 @@ def run_table(
     with storage.exclusive_lock(paths.lock_file(table.name), waiting):
         if full_refresh_first:
             full_refresh(spark, paths, table, say)
-        return _run(spark, paths, table, say)
+        report = _run(spark, paths, table, say)
+        report.full_refresh = full_refresh_first
+        return report
 
 
 def _landing_warnings(paths: LakehousePaths, table: StreamingTable) -> list[str]:
