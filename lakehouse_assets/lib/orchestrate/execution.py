@@ -20,7 +20,7 @@ from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE, run_metadata, table_metadata
+from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
@@ -113,8 +113,7 @@ def table_events(
     if table.quarantine and table.quarantine.table in request.assets:
         name = table.quarantine.table
         content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
-        figures = {"change": NO_CHANGE} if report.changed_nothing else {"rows_written": report.rows_quarantined}
-        metadata = {**figures, **content}
+        metadata = {**quarantine_run_metadata(report), **content}
         yield Materialized(name, metadata)
     outcomes = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
     context = CheckContext(session, paths, table.name, report, versions, schema, outcomes)

@@ -76,6 +76,12 @@ def table_metadata(
     }
 
 
+def quarantine_run_metadata(report: RunReport) -> dict[str, Any]:
+    """The run's figure for its quarantine table (no figure when it read nothing, as in
+    :func:`run_metadata`)."""
+    return {"change": NO_CHANGE} if report.changed_nothing else {"rows_written": report.rows_quarantined}
+
+
 def run_metadata(report: RunReport) -> dict[str, Any]:
     """Figures of one run, numeric so the Dagster UI plots them over time. They add up:
     ``rows_read`` = ``rows_written`` + ``rows_quarantined`` + ``rows_dropped`` (the sum of the
