@@ -71,6 +71,11 @@ class StreamingTable:
         return [i.table for i in self.inputs.values() if isinstance(i, TableInput)]
 
     @property
+    def lookup_tables(self) -> list[str]:
+        """The upstream tables read as a static snapshot (lookups), not as a stream."""
+        return [i.table for i in self.inputs.values() if isinstance(i, TableInput) and not is_streaming(i)]
+
+    @property
     def landing_sources(self) -> list[str]:
         return [i.source for i in self.inputs.values() if isinstance(i, LandingInput)]
 

@@ -11,6 +11,7 @@ from dagster_pyspark import LazyPySparkResource
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
+from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
 from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable, current
@@ -118,9 +119,15 @@ def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcom
     )
 
 
-def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.AssetsDefinition:
-    """One Dagster multi-asset per streaming table: the table and its quarantine table."""
+def build_table_asset(
+    table: StreamingTable, paths: LakehousePaths, tables: Sequence[StreamingTable] = ()
+) -> dg.AssetsDefinition:
+    """One Dagster multi-asset per streaming table: the table and its quarantine table.
+
+    :param tables: every declared table, to name a lookup input whose feed last failed.
+    """
     checks_by_name = {c.name: c for c in table.all_checks}
+    feeds = lookup_feeds(table, tables)
 
     @dg.multi_asset(
         name=table.name,
@@ -152,6 +159,9 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
             lakehouse.paths.check_root()
         except RootUnusable as error:
             raise dg.Failure(description=str(error)) from None
+        stale = stale_lookups(context.instance, feeds) if feeds else {}
+        for note in stale.values():
+            context.log.warning(f"{table.name}: {note}")
         try:
             events = table_events(
                 spark.spark_session, lakehouse.paths, table, request,
@@ -163,7 +173,10 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
                     # as it was, and Dagster does not mark the readers unsynced.
                     version = event.metadata.get("delta_version")
                     data_version = dg.DataVersion(str(version.value)) if version is not None else None
-                    yield dg.MaterializeResult(asset_key=event.asset, metadata=event.metadata, data_version=data_version)
+                    metadata = event.metadata
+                    if stale and event.asset == table.name:
+                        metadata = {**metadata, "stale_lookups": "; ".join(stale.values())}
+                    yield dg.MaterializeResult(asset_key=event.asset, metadata=metadata, data_version=data_version)
                 else:
                     yield _check_result(table, checks_by_name[event.check], event.outcome)
         except LakehouseError as error:
@@ -178,4 +191,4 @@ def build_table_asset(table: StreamingTable, paths: LakehousePaths) -> dg.Assets
 
 
 def build_table_assets(tables: Sequence[StreamingTable], paths: LakehousePaths) -> list[dg.AssetsDefinition]:
-    return [build_table_asset(t, paths) for t in tables]
+    return [build_table_asset(t, paths, tables) for t in tables]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lakehouse_assets.lib.declare.inputs import LandingInput
+from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import StreamingTable
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
@@ -33,10 +33,27 @@ def landing_globs(tables: Sequence[StreamingTable], source: str) -> list[str]:
     )
 
 
-def source_selection(tables: Sequence[StreamingTable]) -> dg.AssetSelection:
-    """The tables reading a source (with their quarantine tables) and everything downstream."""
-    keys = [key for t in tables for key in t.outputs]
-    return dg.AssetSelection.assets(*keys).downstream()
+def fed_by(tables: Sequence[StreamingTable], source: str) -> list[StreamingTable]:
+    """The tables reading landing ``source`` and every table that streams from one of them.
+
+    A static (lookup) input is not followed: a new lookup row changes nothing already written,
+    so the events chain does not wait for, or fail with, the customers feed it enriches from."""
+    chosen = {key for t in tables if source in t.landing_sources for key in t.outputs}
+    grew = True
+    while grew:
+        grew = False
+        for table in tables:
+            if table.name not in chosen and any(
+                isinstance(i, TableInput) and i.table in chosen for i in table.streaming_inputs.values()
+            ):
+                chosen.update(table.outputs)
+                grew = True
+    return [t for t in tables if t.name in chosen]
+
+
+def source_selection(tables: Sequence[StreamingTable], source: str) -> dg.AssetSelection:
+    """The tables fed by ``source`` (:func:`fed_by`), with their quarantine tables and checks."""
+    return dg.AssetSelection.assets(*[key for t in fed_by(tables, source) for key in t.outputs])
 
 
 def ingest_job_name(source: str) -> str:
@@ -47,11 +64,12 @@ def build_ingest_jobs(tables: Sequence[StreamingTable]) -> dict[str, "Unresolved
     return {
         source: dg.define_asset_job(
             name=ingest_job_name(source),
-            selection=source_selection(readers),
+            selection=source_selection(tables, source),
             description=(
                 f"Ingest new files from landing/{source}/ into "
-                f"{', '.join(t.name for t in readers)} and refresh everything downstream. "
-                "Each table's query drains everything new (trigger availableNow)."
+                f"{', '.join(t.name for t in readers)} and refresh the tables that stream from them "
+                "(not those that only look them up). Each table's query drains everything new "
+                "(trigger availableNow)."
             ),
             tags={SOURCE_TAG: source},
         )

@@ -9,17 +9,19 @@ read when the definitions are built:
   other, each in its own table's pool.
 * ``LAKEHOUSE_VACUUM_RETENTION_HOURS`` (default 168): VACUUM retention; less is refused.
 * ``LAKEHOUSE_REFRESH_CRON`` (default ``0 * * * *``): the ``refresh_all`` safety net, which
-  materializes every table incrementally. Off by default: the sensors already do the work;
+  materializes every table incrementally, one run per landing source. Off by default: the sensors already do the work;
   turn it on in the UI (Automation -> refresh_all_schedule) to catch up anything they missed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, fed_by, landing_sources
 from lakehouse_assets.lib.orchestrate.maintenance import MAINTENANCE_TAG, maintenance_job_name
 from lakehouse_assets.lib.settings import current
 
@@ -48,8 +50,24 @@ def build_maintenance_schedules(jobs: Mapping[str, dg.JobDefinition]) -> list[dg
     return schedules
 
 
-def build_refresh_schedule(job: "UnresolvedAssetJobDefinition") -> dg.ScheduleDefinition:
-    return dg.ScheduleDefinition(
+def refresh_requests(tables: Sequence[StreamingTable], run_key: str) -> list[dg.RunRequest]:
+    """One run per landing source over the tables it feeds (:func:`fed_by`), and one for any
+    table no source feeds: a broken customers file then fails the customers run only, and the
+    events chain still runs, joining the last good customers version."""
+    requests, covered = [], set()
+    for source in landing_sources(tables):
+        fed = fed_by(tables, source)
+        covered.update(t.name for t in fed)
+        keys = [dg.AssetKey(k) for t in fed for k in t.outputs]
+        requests.append(dg.RunRequest(run_key=f"{run_key}:{source}", asset_selection=keys, tags={SOURCE_TAG: source}))
+    rest = [dg.AssetKey(k) for t in tables if t.name not in covered for k in t.outputs]
+    if rest:
+        requests.append(dg.RunRequest(run_key=f"{run_key}:other", asset_selection=rest))
+    return requests
+
+
+def build_refresh_schedule(job: "UnresolvedAssetJobDefinition", tables: Sequence[StreamingTable]) -> dg.ScheduleDefinition:
+    @dg.schedule(
         name="refresh_all_schedule",
         job=job,
         cron_schedule=current().refresh_cron,
@@ -57,6 +75,11 @@ def build_refresh_schedule(job: "UnresolvedAssetJobDefinition") -> dg.ScheduleDe
         default_status=dg.DefaultScheduleStatus.STOPPED,
         description=(
             "Safety net, off by default: materializes every table incrementally on a timer, "
-            "catching up anything the landing sensors did not trigger."
+            "catching up anything the landing sensors did not trigger; one run per landing source, "
+            "so one broken feed does not hold back the others."
         ),
     )
+    def refresh_all_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+        return refresh_requests(tables, context.scheduled_execution_time.isoformat())
+
+    return refresh_all_schedule
