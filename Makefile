@@ -6,8 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CDS := .cache/spark-cds/BUILT
 export LAKEHOUSE_ROOT ?= $(CURDIR)/data
-# The repository's dagster.yaml is the instance config unless DAGSTER_HOME says otherwise.
-export DAGSTER_HOME ?= $(CURDIR)
+# The Dagster instance: data/dagster, with the repository's dagster.yaml copied in (target
+# `instance`), unless DAGSTER_HOME names another one.
+LOCAL_INSTANCE := $(CURDIR)/data/dagster
+export DAGSTER_HOME ?= $(LOCAL_INSTANCE)
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test dev engine land latency materialize clean-data help chaos
@@ -25,13 +27,23 @@ help:
 	@echo "                   CHAOS_ARGS='--engine' runs through a Spark Connect engine and kills it too"
 	@echo "make setup       - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
 	@echo "make clean-data  - delete the landing zone, tables, checkpoints and Dagster's local runs under data/"
-	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: this folder),"
+	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: data/dagster),"
 	@echo "           DAGSTER_PORT (3000), LAKEHOUSE_ENGINE_PORT (15002), SPARK_REMOTE (a Connect engine for every run),"
 	@echo "           SPARK_MASTER (the engine's or embedded driver's master), ENGINE=0 (make dev without the engine),"
 	@echo "           DAGSTER_LOG_LEVEL (make dev's service logs: warning);"
 	@echo "           see docs/configuration.md"
 
-setup: $(STAMP) jars $(CDS)
+setup: $(STAMP) jars $(CDS) instance
+
+# The local instance gets the repository's dagster.yaml (again when it changes); an instance
+# DAGSTER_HOME names elsewhere is the user's and is left alone.
+.PHONY: instance
+instance:
+	@if [ "$(DAGSTER_HOME)" = "$(LOCAL_INSTANCE)" ]; then \
+	  mkdir -p "$(LOCAL_INSTANCE)" && cp -u dagster.yaml "$(LOCAL_INSTANCE)/dagster.yaml"; \
+	elif [ ! -f "$(DAGSTER_HOME)/dagster.yaml" ]; then \
+	  echo "note: DAGSTER_HOME=$(DAGSTER_HOME) has no dagster.yaml; Dagster's defaults apply (copy this repository's dagster.yaml there for its pools and run queue)" >&2; \
+	fi
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null 2>&1 && java -version >/dev/null 2>&1 || { \
@@ -45,7 +57,7 @@ $(STAMP): pyproject.toml
 	  tail -30 .cache/setup.log >&2; \
 	  echo "Setup stopped: pip could not install the Python packages (above, full log .cache/setup.log); check the network or proxy and run make again." >&2; exit 1; }
 	@grep -q DAGSTER_HOME $(BIN)/activate || \
-	  echo 'export DAGSTER_HOME="$${DAGSTER_HOME:-$(CURDIR)}"' >> $(BIN)/activate
+	  echo 'export DAGSTER_HOME="$${DAGSTER_HOME:-$(LOCAL_INSTANCE)}"' >> $(BIN)/activate
 	@touch $(STAMP)
 
 # Delta's jars, in the per-user cache (lakehouse_assets/lib/spark/jars.py): downloaded once per
@@ -84,7 +96,7 @@ engine: setup
 	@SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m lakehouse_assets.lib.spark.engine
 
 # Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
-# logs and cursors are kept in data/dagster (see dagster.yaml) and survive a restart.
+# logs and cursors are kept in DAGSTER_HOME (data/dagster) and survive a restart.
 # Every run is a client of the Spark Connect engine started here first (or of the one SPARK_REMOTE
 # names); ENGINE=0 runs each in its own embedded Spark instead. The services log warnings and
 # errors only (idle, the daemon's INFO lines are ~100 a minute); DAGSTER_LOG_LEVEL=info for all.

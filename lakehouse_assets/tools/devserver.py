@@ -3,13 +3,15 @@
 ``DagsterDev`` runs ``dagster dev -h 127.0.0.1 -p <port> -w workspace.yaml`` from the repository
 root in its own process group and stops the whole group (webserver, daemon, code server, run
 processes and their JVMs) on exit. With ``isolated=True`` it writes a ``dagster.yaml`` into a
-temporary ``DAGSTER_HOME``: the repository's settings, with the storage folders moved there.
+temporary ``DAGSTER_HOME``: the repository's settings, which name no path, so everything the
+instance stores goes there.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,10 +36,9 @@ def free_port() -> int:
 
 
 def isolated_home(home: Path) -> Path:
-    """A DAGSTER_HOME whose dagster.yaml is the repository's with storage under ``home``."""
+    """A DAGSTER_HOME with the repository's dagster.yaml (it names no path: storage goes under ``home``)."""
     home.mkdir(parents=True, exist_ok=True)
-    text = (REPO_ROOT / "dagster.yaml").read_text()
-    (home / "dagster.yaml").write_text(text.replace("base_dir: data/dagster", f"base_dir: {home}/dagster"))
+    shutil.copyfile(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
     return home
 
 
@@ -59,7 +60,9 @@ class DagsterDev:
         self._tmp = tempfile.TemporaryDirectory(prefix="dagster-home-") if isolated and home is None else None
         if self._tmp:
             home = isolated_home(Path(self._tmp.name))
-        self.home = Path(home) if home else Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT)
+        if home is None and not os.environ.get("DAGSTER_HOME"):
+            home = isolated_home(REPO_ROOT / "data" / "dagster")  # as make does
+        self.home = Path(home or os.environ["DAGSTER_HOME"])
         self.root = str(root) if root else None
         self.env = env or {}
         self.log_path = log_path or (self.home / "dagster-dev.log")
