@@ -67,6 +67,13 @@ def test_a_broken_customers_file_does_not_stop_the_revenue_tables(lakehouse: Lak
     assert "header" in notes[0].lower(), "the reason is named"
     silver = events.asset_materializations_for_node("silver_events")[0].metadata
     assert "bronze_customers failed" in silver["stale_lookups"].value
+    # Columns carry descriptions: the table's own and the framework's.
+    described = {c.name: c.description for c in silver["dagster/column_schema"].value.columns}
+    assert "silver_customers" in described["customer_tier"]
+    quarantine = next(
+        m.metadata for m in events.asset_materializations_for_node("bronze_events") if m.asset_key.path == ["bronze_events_quarantine"]
+    )
+    assert all(c.description for c in quarantine["dagster/column_schema"].value.columns)
 
     # Once the file is fixed the feed catches up and the note goes away.
     (lh.landing("customers") / "broken.csv").unlink()

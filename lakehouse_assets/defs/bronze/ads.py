@@ -33,8 +33,18 @@ def parse_lines(lines: DataFrame, fields: dict[str, str]) -> DataFrame:
     return parse_json_lines(non_blank, fields, column="raw_line")
 
 
+IMPRESSION_COLUMN_DOCS = {
+    "impression_time": "when the ad was shown (ISO-8601 text)",
+}
+CLICK_COLUMN_DOCS = {
+    "impression_id": "the impression the click belongs to",
+    "click_time": "when the ad was clicked (ISO-8601 text)",
+}
+
+
 @streaming_table(
     group="bronze",
+    column_descriptions=IMPRESSION_COLUMN_DOCS,
     inputs={"lines": landing("ad_impressions", glob=JSON_GLOB, options=LANDING_OPTIONS)},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine("bronze_ad_impressions_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
@@ -51,6 +61,7 @@ def bronze_ad_impressions(lines: DataFrame) -> DataFrame:
 
 @streaming_table(
     group="bronze",
+    column_descriptions=CLICK_COLUMN_DOCS,
     inputs={"lines": landing("ad_clicks", glob=JSON_GLOB, options=LANDING_OPTIONS)},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine("bronze_ad_clicks_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),

@@ -54,8 +54,15 @@ def parse_customer_records(records: DataFrame) -> DataFrame:
     )
 
 
+CUSTOMER_COLUMN_DOCS = {
+    "op": "upsert or delete",
+    "updated_at": "orders the changes of one customer (ISO-8601)",
+}
+
+
 @streaming_table(
     group="bronze",
+    column_descriptions=CUSTOMER_COLUMN_DOCS,
     inputs={
         "records": landing(
             "customers", format="csv", glob="*.{csv,csv.gz}", schema=CSV_SCHEMA, options=CSV_OPTIONS

@@ -44,8 +44,18 @@ def parse_event_lines(lines: DataFrame) -> DataFrame:
     return parse_json_lines(non_blank, EVENT_FIELDS, column="raw_line")
 
 
+EVENT_COLUMN_DOCS = {
+    "event_id": "identity of the logical event; re-deliveries repeat it",
+    "event_time": "as landed (ISO-8601 text; parsed in silver)",
+    "user_id": "the customer (customer_id)",
+    "event_type": "page_view, add_to_cart or purchase (checked in silver)",
+    "amount": "purchase amount; null when absent or not a number",
+}
+
+
 @streaming_table(
     group="bronze",
+    column_descriptions=EVENT_COLUMN_DOCS,
     inputs={"lines": landing("events", glob="*.{json,jsonl,json.gz,jsonl.gz}")},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine("bronze_events_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),

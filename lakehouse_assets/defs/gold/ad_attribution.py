@@ -102,8 +102,16 @@ def attribute_clicks(
     )
 
 
+ATTRIBUTION_COLUMN_DOCS = {
+    "click_id": "the click within 10 minutes of the impression; null when none",
+    "click_time": "when that click happened",
+    "clicked": "whether a click counted",
+}
+
+
 @streaming_table(
     group="gold",
+    column_descriptions=ATTRIBUTION_COLUMN_DOCS,
     inputs={},  # bronze_ad_impressions and bronze_ad_clicks, read as streams
     output_mode="append",
     table_properties={"delta.dataSkippingStatsColumns": "impression_id,impression_time"},

@@ -22,8 +22,17 @@ def customer_ltv(events: DataFrame) -> DataFrame:
     )
 
 
+LTV_COLUMN_DOCS = {
+    "lifetime_revenue": "sum of the user's purchase amounts",
+    "orders": "number of purchases",
+    "first_purchase_at": "time of the first purchase",
+    "last_purchase_at": "time of the latest purchase",
+}
+
+
 @streaming_table(
     group="gold",
+    column_descriptions=LTV_COLUMN_DOCS,
     # The change data feed sees silver's inserts and, after a full refresh of silver, its deletes.
     # maxBytesPerTrigger splits a large backlog into several MERGEs of bounded size.
     inputs={"silver_events": change_feed("silver_events", options={"maxBytesPerTrigger": "256m"})},

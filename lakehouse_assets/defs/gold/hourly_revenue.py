@@ -34,8 +34,19 @@ def hourly_revenue(events: DataFrame) -> DataFrame:
     )
 
 
+REVENUE_COLUMN_DOCS = {
+    "window_start": "start of the one-hour window (UTC)",
+    "window_end": "end of the window (exclusive)",
+    "category": "product category; unknown when null",
+    "revenue": "sum of purchase amounts",
+    "orders": "number of purchases",
+    "buyers": "distinct users who purchased",
+}
+
+
 @streaming_table(
     group="gold",
+    column_descriptions=REVENUE_COLUMN_DOCS,
     inputs={"silver_events": change_feed("silver_events")},
     # The windows a micro-batch touches are recomputed from silver_events; event_date (silver's
     # partition column) bounds the re-read to the days of the new events.

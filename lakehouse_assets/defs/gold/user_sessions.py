@@ -44,8 +44,19 @@ def user_sessions(events: DataFrame, gap: str = SESSION_GAP) -> DataFrame:
     )
 
 
+SESSION_COLUMN_DOCS = {
+    "session_start": "first event of the session",
+    "session_end": "last event + 30 minutes of inactivity",
+    "events": "events in the session",
+    "page_views": "page views in the session",
+    "purchases": "purchases in the session",
+    "revenue": "sum of purchase amounts in the session",
+}
+
+
 @streaming_table(
     group="gold",
+    column_descriptions=SESSION_COLUMN_DOCS,
     # The watermark (latest event_time seen - allowed lateness) closes sessions and bounds the
     # state; skipChangeCommits ignores silver's non-append commits (a full refresh's deletes).
     inputs={

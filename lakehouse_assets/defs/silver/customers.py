@@ -34,8 +34,16 @@ def typed_changes(bronze: DataFrame) -> DataFrame:
     return bronze.select(*BRONZE_CUSTOMERS_COLUMNS, parse_event_time(F.col("updated_at")).alias("changed_at"))
 
 
+SCD2_COLUMN_DOCS = {
+    "valid_from": "updated_at of the change that opened this version",
+    "valid_to": "updated_at of the change that closed it; null while current",
+    "is_current": "true for the customer's open version",
+}
+
+
 @streaming_table(
     group="silver",
+    column_descriptions=SCD2_COLUMN_DOCS,
     expectations=EXPECTATIONS,
     quarantine=Quarantine(
         "silver_customers_quarantine",

@@ -79,8 +79,18 @@ def to_silver_columns(events: DataFrame) -> DataFrame:
     return events.withColumn("event_time", F.col("event_ts")).select(*SILVER_EVENTS_COLUMNS)
 
 
+SILVER_EVENT_COLUMN_DOCS = {
+    "event_id": "one row per distinct event_id that passed every expectation",
+    "event_time": "the event's time in UTC",
+    "event_date": "the UTC date of event_time",
+    "device_type": "mobile, tablet or desktop, from the user agent",
+    "customer_tier": "the user's current tier in silver_customers when the event was processed; null when unknown",
+}
+
+
 @streaming_table(
     group="silver",
+    column_descriptions=SILVER_EVENT_COLUMN_DOCS,
     inputs={"silver_customers": static("silver_customers", schema_if_missing=SILVER_CUSTOMERS_SCHEMA)},
     expectations=EXPECTATIONS,
     quarantine=Quarantine("silver_events_quarantine", columns=BRONZE_EVENTS_COLUMNS),

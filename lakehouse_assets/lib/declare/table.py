@@ -60,6 +60,7 @@ class StreamingTable:
     table_properties: dict[str, str] = field(default_factory=dict)
     output_mode: OutputMode = "append"
     description: str | None = None
+    column_descriptions: dict[str, str] = field(default_factory=dict)
     owners: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     freshness: timedelta | None = None
@@ -134,6 +135,7 @@ def streaming_table(
     table_properties: dict[str, str] | None = None,
     output_mode: OutputMode = "append",
     description: str | None = None,
+    column_descriptions: dict[str, str] | None = None,
     owners: list[str] | None = None,
     tags: dict[str, str] | None = None,
     freshness: timedelta | None = None,
@@ -156,6 +158,8 @@ def streaming_table(
     :param table_properties: Delta table properties (change data feed is always on).
     :param output_mode: the streaming output mode (``append`` for watermark-bound aggregations).
     :param description: the asset's description (default: the function's docstring).
+    :param column_descriptions: per column, what it holds (shown in the asset's column schema);
+        the framework's own columns (``_source_file``, ``_rescued_data``, ...) are described already.
     :param owners: the asset's owners (``team:...`` or e-mail addresses).
     :param tags: the asset's tags.
     :param freshness: the asset fails its freshness policy when not updated for this long.
@@ -182,6 +186,7 @@ def streaming_table(
             table_properties=dict(table_properties or {}),
             output_mode=output_mode,
             description=description or inspect.getdoc(fn),
+            column_descriptions=dict(column_descriptions or {}),
             owners=list(owners or []),
             tags=dict(tags or {}),
             freshness=freshness,

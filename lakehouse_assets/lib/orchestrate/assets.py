@@ -11,6 +11,7 @@ from dagster_pyspark import LazyPySparkResource
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
+from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
@@ -174,6 +175,9 @@ def build_table_asset(
                     version = event.metadata.get("delta_version")
                     data_version = dg.DataVersion(str(version.value)) if version is not None else None
                     metadata = event.metadata
+                    if "dagster/column_schema" in metadata:
+                        schema = describe_columns(metadata["dagster/column_schema"], table.column_descriptions)
+                        metadata = {**metadata, "dagster/column_schema": schema}
                     if stale and event.asset == table.name:
                         metadata = {**metadata, "stale_lookups": "; ".join(stale.values())}
                     yield dg.MaterializeResult(asset_key=event.asset, metadata=metadata, data_version=data_version)

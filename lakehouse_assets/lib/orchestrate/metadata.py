@@ -16,6 +16,29 @@ CONTENT_KEYS = ("dagster/row_count", "dagster/column_schema", "preview")
 NO_CHANGE = "none: nothing new was read; the table is as the last run left it"
 
 
+# The columns the framework adds, described once for every table.
+FRAMEWORK_COLUMNS = {
+    "_source_file": "the landed file (or message) the row came from",
+    "_ingested_at": "when the row was ingested",
+    "_rescued_data": "fields that did not fit a declared column or type, as a JSON object (null: none)",
+    "raw_line": "the input line exactly as landed",
+    "failed_expectations": "the names of the expectations the row failed",
+}
+
+
+def describe_columns(
+    schema: dg.TableSchema | dg.TableSchemaMetadataValue, descriptions: dict[str, str]
+) -> dg.TableSchema:
+    """``schema`` (fresh, or carried over from the last run) with each column's description:
+    the table's own, else the framework's."""
+    if isinstance(schema, dg.TableSchemaMetadataValue):
+        schema = schema.value
+    known = {**FRAMEWORK_COLUMNS, **descriptions}
+    return dg.TableSchema(
+        columns=[dg.TableColumn(c.name, c.type, description=known.get(c.name, c.description)) for c in schema.columns]
+    )
+
+
 def markdown_preview(rows: list[dict[str, Any]], columns: list[str], width: int = 40) -> str:
     def cell(value: Any) -> str:
         text = "" if value is None else str(value)
