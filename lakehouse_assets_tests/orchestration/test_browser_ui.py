@@ -1,5 +1,6 @@
-"""The Dagster UI in headless Chromium: every group and asset is shown, a materialization
-started from the UI succeeds, and a screenshot is saved to ``docs/screenshot.png``.
+"""The Dagster UI in headless Chromium: every group and asset is shown, *Materialize all*
+started from the UI succeeds on generated data, and screenshots of a lineage and an asset page
+are saved to ``docs/img/``.
 
 Chromium and its driver come from Debian (``chromium``, ``chromium-driver``), installed here
 with apt-get when missing (the test runs as root); browsers are never downloaded by a Python
@@ -13,11 +14,12 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
 from lakehouse_assets.definitions import TABLES
+from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.tools.devserver import DagsterDev
 
@@ -34,7 +36,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--window-size=1600,3000",  # tall: the graph renders only the nodes in view
 ]
-SCREENSHOT = REPO_ROOT / "docs" / "screenshot.png"
+SCREENSHOTS = REPO_ROOT / "docs" / "img"
 MATERIALIZE = "bronze_events"
 
 
@@ -110,7 +112,9 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
     for table in TABLES:
         assets_by_group.setdefault(table.group, set()).update(table.outputs)
 
-    with DagsterDev(root=tmp_path / "lakehouse", isolated=True, env={"SPARK_LOCAL_IP": "127.0.0.1"}) as dev:
+    root = tmp_path / "lakehouse"
+    generate(LakehousePaths(str(root)), GeneratorOptions(files=1, rows=200, seed=5))
+    with DagsterDev(root=root, isolated=True, env={"SPARK_LOCAL_IP": "127.0.0.1"}) as dev:
         browser.get(f"{dev.url}/asset-groups")
         # the first visit's "join the community" dialog would cover the page
         browser.execute_script("localStorage.setItem('communityNux', '1')")
@@ -131,17 +135,19 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
                     f"group {group}: assets missing from the graph: {sorted(names - shown_names(browser))}"
                 ) from None
 
-        # start a materialization from the asset's page and watch the run succeed
-        browser.get(f"{dev.url}/assets/{MATERIALIZE}")
         # the asset's page: kinds, owners, code reference, the sensor that materializes it
+        browser.get(f"{dev.url}/assets/{MATERIALIZE}")
         details = ("delta", "Spark", "data-platform", "Source code", "landing_events_sensor")
         wait_until(lambda: all(d in body_text(browser) for d in details), 120, f"the details {details}")
 
-        def click_materialize() -> bool:  # looked up afresh: the page re-renders as data arrives
-            browser.find_element(By.XPATH, "//button[normalize-space()='Materialize']").click()
+        # materialize everything from the global lineage's button and watch the run succeed
+        browser.get(f"{dev.url}/asset-groups")
+
+        def click_materialize_all() -> bool:  # looked up afresh: the page re-renders as data arrives
+            browser.find_element(By.XPATH, "//button[normalize-space()='Materialize all']").click()
             return True
 
-        wait_until(click_materialize, 120, "the Materialize button")
+        wait_until(click_materialize_all, 120, "the Materialize all button")
         toast = wait_until(lambda: "Launched run" in body_text(browser) and body_text(browser), 60, "the launch toast")
         run_id_prefix = toast.split("Launched run", 1)[1].split()[0]
         run = wait_until(lambda: next((r for r in dev.runs() if r["runId"].startswith(run_id_prefix)), None), 60, "run")
@@ -158,11 +164,17 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
         browser.refresh()
         wait_until(lambda: "Success" in body_text(browser), 120, "the run page's Success")
 
-        # the screenshot: the global lineage with every group expanded, statuses loaded
-        browser.set_window_size(1600, 1400)
-        expanded = quote(",".join(f"global@global:{g}" for g in groups))
-        browser.get(f"{dev.url}/asset-groups?expanded={expanded}")
-        wait_until(lambda: MATERIALIZE in shown_names(browser), 120, "the expanded graph")
-        time.sleep(5)
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        assert browser.save_screenshot(str(SCREENSHOT))
+        # the screenshots, on a 1600x1000 screen: a gold table's upstream lineage (full names,
+        # statuses, checks) and an asset's page (figures, column descriptions)
+        browser.set_window_size(1600, 1000)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        browser.get(f"{dev.url}/assets/gold_hourly_revenue?view=lineage&lineageScope=upstream&lineageDepth=4")
+        chain = {"bronze_events", "silver_events", "silver_customers", "gold_hourly_revenue"}
+        wait_until(lambda: chain <= shown_names(browser) and body_text(browser).count("Materialized") >= 5, 120, "the lineage")
+        time.sleep(3)
+        assert browser.save_screenshot(str(SCREENSHOTS / "lineage.png"))
+        browser.get(f"{dev.url}/assets/silver_events")
+        described = "the user's current tier in silver_customers"
+        wait_until(lambda: "Row count" in body_text(browser) and described in body_text(browser), 120, "the asset page")
+        time.sleep(2)
+        assert browser.save_screenshot(str(SCREENSHOTS / "asset-page.png"))

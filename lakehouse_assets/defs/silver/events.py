@@ -83,6 +83,12 @@ SILVER_EVENT_COLUMN_DOCS = {
     "event_id": "one row per distinct event_id that passed every expectation",
     "event_time": "the event's time in UTC",
     "event_date": "the UTC date of event_time",
+    "user_id": "the customer (customer_id in silver_customers)",
+    "event_type": "page_view, add_to_cart or purchase",
+    "product_id": "the product; null when absent",
+    "category": "the product's category; null when absent",
+    "amount": "purchase amount (double); null for other event types",
+    "page": "the page; null when absent",
     "device_type": "mobile, tablet or desktop, from the user agent",
     "customer_tier": "the user's current tier in silver_customers when the event was processed; null when unknown",
 }
