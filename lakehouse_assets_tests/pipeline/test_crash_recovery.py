@@ -46,13 +46,12 @@ def test_random_kills_across_landing_rounds(tmp_path: Path, spark) -> None:
     kills = 0
     for round_number in range(2):
         land(tmp_path, seed=30 + round_number)
-        for _ in range(2):
-            outcome = materialize_in_child(tmp_path, CHAIN, kill_after=rng.uniform(8, 40))
-            kills += outcome.killed
+        outcome = materialize_in_child(tmp_path, CHAIN, kill_after=rng.uniform(8, 40))
+        kills += outcome.killed
         final = materialize_in_child(tmp_path, CHAIN)
         assert final.returncode == 0, final.output
         assert_tables_match_landed_files(Lakehouse(tmp_path / "lakehouse", spark, None))  # type: ignore[arg-type]
-    assert kills >= 2, "the random instants should have hit running materializations"
+    assert kills >= 1, "the random instants should have hit running materializations"
 
 
 # The other sinks at their dangerous instants: the CSV bronze's two writes, the SCD2 MERGE, the
