@@ -35,14 +35,29 @@ help:
 
 setup: $(STAMP) jars $(CDS) instance
 
-# The local instance gets the repository's dagster.yaml (again when it changes); an instance
-# DAGSTER_HOME names elsewhere is the user's and is left alone.
+# The local instance gets the repository's dagster.yaml (again, saying so, when it differs); an
+# instance DAGSTER_HOME names elsewhere is the user's and is left alone. Runs and cursors kept
+# under data/dagster/storage by earlier versions move to where Dagster looks for them now.
 .PHONY: instance
-instance:
-	@if [ "$(DAGSTER_HOME)" = "$(LOCAL_INSTANCE)" ]; then \
-	  mkdir -p "$(LOCAL_INSTANCE)" && cp -u dagster.yaml "$(LOCAL_INSTANCE)/dagster.yaml"; \
-	elif [ ! -f "$(DAGSTER_HOME)/dagster.yaml" ]; then \
-	  echo "note: DAGSTER_HOME=$(DAGSTER_HOME) has no dagster.yaml; Dagster's defaults apply (copy this repository's dagster.yaml there for its pools and run queue)" >&2; \
+instance: $(STAMP)
+	@sed -i '/DAGSTER_HOME/d' $(BIN)/activate && \
+	  echo 'export DAGSTER_HOME="$${DAGSTER_HOME:-$(LOCAL_INSTANCE)}"' >> $(BIN)/activate
+	@home="$(DAGSTER_HOME)"; \
+	if [ "$$home" = "$(LOCAL_INSTANCE)" ]; then \
+	  mkdir -p "$$home"; \
+	  for old in history schedules; do \
+	    if [ -d "$$home/storage/$$old" ] && [ ! -e "$$home/$$old" ]; then mv "$$home/storage/$$old" "$$home/$$old"; fi; \
+	  done; \
+	  if ! cmp -s dagster.yaml "$$home/dagster.yaml"; then \
+	    [ -f "$$home/dagster.yaml" ] && echo "note: replacing $$home/dagster.yaml with the repository's dagster.yaml" >&2; \
+	    cp dagster.yaml "$$home/dagster.yaml"; \
+	  fi; \
+	elif [ "$$home" = "$(CURDIR)" ]; then \
+	  echo "note: DAGSTER_HOME is this repository (an older .venv/bin/activate set it); runs now go under data/dagster: unset DAGSTER_HOME, then source .venv/bin/activate again" >&2; \
+	elif [ "$${home#/}" = "$$home" ] || [ ! -d "$$home" ]; then \
+	  echo "Setup stopped: DAGSTER_HOME=$$home must be an existing folder, given as an absolute path." >&2; exit 1; \
+	elif [ ! -f "$$home/dagster.yaml" ]; then \
+	  echo "note: DAGSTER_HOME=$$home has no dagster.yaml; Dagster's defaults apply (copy this repository's dagster.yaml there for its pools and run queue)" >&2; \
 	fi
 
 $(STAMP): pyproject.toml
@@ -56,8 +71,6 @@ $(STAMP): pyproject.toml
 	@{ $(BIN)/python -m pip install --upgrade pip && $(BIN)/python -m pip install -e '.[test,bench]'; } > .cache/setup.log 2>&1 || { \
 	  tail -30 .cache/setup.log >&2; \
 	  echo "Setup stopped: pip could not install the Python packages (above, full log .cache/setup.log); check the network or proxy and run make again." >&2; exit 1; }
-	@grep -q DAGSTER_HOME $(BIN)/activate || \
-	  echo 'export DAGSTER_HOME="$${DAGSTER_HOME:-$(LOCAL_INSTANCE)}"' >> $(BIN)/activate
 	@touch $(STAMP)
 
 # Delta's jars, in the per-user cache (lakehouse_assets/lib/spark/jars.py): downloaded once per
@@ -133,4 +146,4 @@ test: setup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean-data:
-	rm -rf data/landing data/tables data/checkpoints data/dagster
+	rm -rf data/landing data/tables data/checkpoints data/dagster/history data/dagster/schedules data/dagster/storage

@@ -36,9 +36,11 @@ def free_port() -> int:
 
 
 def isolated_home(home: Path) -> Path:
-    """A DAGSTER_HOME with the repository's dagster.yaml (it names no path: storage goes under ``home``)."""
+    """A DAGSTER_HOME with the repository's dagster.yaml (it names no path: storage goes under
+    ``home``); a dagster.yaml already there is kept."""
     home.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    if not (home / "dagster.yaml").exists():
+        shutil.copyfile(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
     return home
 
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS
 from lakehouse_assets.lib import (
     expect_or_quarantine,
     IS_JSON_OBJECT,
@@ -21,7 +22,6 @@ from lakehouse_assets.lib import (
 
 IMPRESSION_FIELDS = {"impression_id": "string", "ad_id": "string", "user_id": "string", "impression_time": "string"}
 CLICK_FIELDS = {"click_id": "string", "impression_id": "string", "click_time": "string"}
-QUARANTINE_COLUMNS = ["raw_line", "_source_file", "_ingested_at"]
 JSON_GLOB = "*.{json,jsonl,json.gz,jsonl.gz}"
 # Rate limit: at most this many landed files per micro-batch.
 LANDING_OPTIONS = {"maxFilesPerTrigger": "200"}
@@ -47,7 +47,9 @@ CLICK_COLUMN_DOCS = {
     column_descriptions=IMPRESSION_COLUMN_DOCS,
     inputs={"lines": landing("ad_impressions", glob=JSON_GLOB, options=LANDING_OPTIONS)},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
-    quarantine=Quarantine("bronze_ad_impressions_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
+    quarantine=Quarantine(
+        "bronze_ad_impressions_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+    ),
     columns=[*IMPRESSION_FIELDS, RESCUED, "_source_file", "_ingested_at"],
     checks=[landed_lines_conserved(quarantine="bronze_ad_impressions_quarantine"), not_null("_source_file", "_ingested_at")],
     freshness=timedelta(hours=6),
@@ -64,7 +66,9 @@ def bronze_ad_impressions(lines: DataFrame) -> DataFrame:
     column_descriptions=CLICK_COLUMN_DOCS,
     inputs={"lines": landing("ad_clicks", glob=JSON_GLOB, options=LANDING_OPTIONS)},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
-    quarantine=Quarantine("bronze_ad_clicks_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
+    quarantine=Quarantine(
+        "bronze_ad_clicks_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+    ),
     columns=[*CLICK_FIELDS, RESCUED, "_source_file", "_ingested_at"],
     checks=[landed_lines_conserved(quarantine="bronze_ad_clicks_quarantine"), not_null("_source_file", "_ingested_at")],
     freshness=timedelta(hours=6),

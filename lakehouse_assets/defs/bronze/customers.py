@@ -7,6 +7,7 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS
 from lakehouse_assets.lib import (
     expect_or_quarantine,
     landing,
@@ -19,7 +20,6 @@ from lakehouse_assets.lib import (
 CUSTOMER_FIELDS = ["customer_id", "name", "email", "tier", "country", "op", "updated_at"]
 CORRUPT = "_corrupt_record"
 BRONZE_CUSTOMERS_COLUMNS = [*CUSTOMER_FIELDS, RESCUED, "_source_file", "_ingested_at"]
-QUARANTINE_COLUMNS = ["raw_line", "_source_file", "_ingested_at"]
 CSV_SCHEMA = ", ".join(f"`{name}` string" for name in [*CUSTOMER_FIELDS, CORRUPT])
 # RFC 4180 CSV: quoted fields may hold commas, newlines and doubled quotes (""). A record
 # whose field count differs from the header's, or that is otherwise malformed, keeps its raw
@@ -69,7 +69,9 @@ CUSTOMER_COLUMN_DOCS = {
         )
     },
     expectations=[expect_or_quarantine("csv_record_valid", "raw_line IS NULL")],
-    quarantine=Quarantine("bronze_customers_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
+    quarantine=Quarantine(
+        "bronze_customers_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+    ),
     columns=BRONZE_CUSTOMERS_COLUMNS,
     checks=[not_null("_source_file", "_ingested_at")],
     freshness=timedelta(hours=24),

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS
 from lakehouse_assets.lib import (
     expect_or_quarantine,
     IS_JSON_OBJECT,
@@ -31,7 +32,6 @@ EVENT_FIELDS = {
     "amount": "double",
 }
 BRONZE_EVENTS_COLUMNS = [*EVENT_FIELDS, RESCUED, "_source_file", "_ingested_at"]
-QUARANTINE_COLUMNS = ["raw_line", "_source_file", "_ingested_at"]
 
 
 def parse_event_lines(lines: DataFrame) -> DataFrame:
@@ -58,7 +58,9 @@ EVENT_COLUMN_DOCS = {
     column_descriptions=EVENT_COLUMN_DOCS,
     inputs={"lines": landing("events", glob="*.{json,jsonl,json.gz,jsonl.gz}")},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
-    quarantine=Quarantine("bronze_events_quarantine", columns=QUARANTINE_COLUMNS, with_failures=False),
+    quarantine=Quarantine(
+        "bronze_events_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+    ),
     columns=BRONZE_EVENTS_COLUMNS,
     checks=[
         landed_lines_conserved(quarantine="bronze_events_quarantine"),

@@ -35,12 +35,15 @@ class Quarantine:
     :param columns: columns of the transform's output to keep (None: the table's columns).
     :param with_failures: add ``failed_expectations``, the names each row failed.
     :param max_share: the share of a run's rows quarantined above which ``quarantine_rate`` warns.
+    :param column_descriptions: per column of the quarantine table, what it holds (the
+        framework's own columns, such as ``failed_expectations``, are described already).
     """
 
     table: str
     columns: list[str] | None = None
     with_failures: bool = True
     max_share: float = 0.1
+    column_descriptions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,11 @@ def build_table_asset(
             lakehouse.paths.check_root()
         except RootUnusable as error:
             raise dg.Failure(description=str(error)) from None
-        stale = stale_lookups(context.instance, feeds) if feeds else {}
+        try:
+            stale = stale_lookups(context.instance, feeds) if feeds else {}
+        except Exception as error:  # noqa: BLE001 - a diagnostic must never fail the table it describes
+            context.log.debug(f"{table.name}: could not tell whether its lookups are current: {error!r}")
+            stale = {}
         for note in stale.values():
             context.log.warning(f"{table.name}: {note}")
         try:
@@ -176,7 +180,8 @@ def build_table_asset(
                     data_version = dg.DataVersion(str(version.value)) if version is not None else None
                     metadata = event.metadata
                     if "dagster/column_schema" in metadata:
-                        schema = describe_columns(metadata["dagster/column_schema"], table.column_descriptions)
+                        own = table.column_descriptions if event.asset == table.name else table.quarantine.column_descriptions
+                        schema = describe_columns(metadata["dagster/column_schema"], own)
                         metadata = {**metadata, "dagster/column_schema": schema}
                     if stale and event.asset == table.name:
                         metadata = {**metadata, "stale_lookups": "; ".join(stale.values())}

@@ -21,7 +21,6 @@ FRAMEWORK_COLUMNS = {
     "_source_file": "the landed file (or message) the row came from",
     "_ingested_at": "when the row was ingested",
     "_rescued_data": "fields that did not fit a declared column or type, as a JSON object (null: none)",
-    "raw_line": "the input line exactly as landed",
     "failed_expectations": "the names of the expectations the row failed",
 }
 
