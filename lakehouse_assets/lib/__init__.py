@@ -24,7 +24,8 @@ from lakehouse_assets.lib.declare.expectations import (
     expect_or_fail,
     expect_or_quarantine,
 )
-from lakehouse_assets.lib.declare.inputs import change_feed, landing, static, stream
+from lakehouse_assets.lib.declare.flows import Flow, append_flow
+from lakehouse_assets.lib.declare.inputs import change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 from lakehouse_assets.lib.declare.registry import collect_tables
 from lakehouse_assets.lib.declare.sinks import append, merge, recompute
@@ -55,6 +56,7 @@ __all__ = [
     "IS_JSON_OBJECT",
     "RESCUED",
     "Expectation",
+    "Flow",
     "LakehousePaths",
     "LakehouseResource",
     "Quarantine",
@@ -62,6 +64,7 @@ __all__ = [
     "StreamingTableConfig",
     "TableCheck",
     "append",
+    "append_flow",
     "auto_cdc",
     "build_definitions",
     "build_table_assets",
@@ -71,6 +74,7 @@ __all__ = [
     "expect_or_drop",
     "expect_or_fail",
     "expect_or_quarantine",
+    "kafka",
     "landed_lines_conserved",
     "landing",
     "merge",

@@ -76,6 +76,11 @@ class Settings:
     """``SPARK_LOCAL_IP``: the address a local driver binds to."""
     spark_log_level: str = "ERROR"
     """``SPARK_LOG_LEVEL``: Spark's log level."""
+    kafka_bootstrap: str = ""
+    """``LAKEHOUSE_KAFKA_BOOTSTRAP``: the Kafka brokers (``127.0.0.1:9092``); empty: no broker,
+    flows and sensors that read Kafka are skipped."""
+    kafka_port: int = 9092
+    """``LAKEHOUSE_KAFKA_PORT``: the port ``make kafka`` serves its broker on."""
 
 
 ENV_NAMES: dict[str, str] = {
@@ -102,6 +107,8 @@ ENV_NAMES: dict[str, str] = {
     "spark_driver_memory": "SPARK_DRIVER_MEMORY",
     "spark_local_ip": "SPARK_LOCAL_IP",
     "spark_log_level": "SPARK_LOG_LEVEL",
+    "kafka_bootstrap": "LAKEHOUSE_KAFKA_BOOTSTRAP",
+    "kafka_port": "LAKEHOUSE_KAFKA_PORT",
 }
 
 

@@ -1,4 +1,5 @@
-"""``bronze_events``: one row per JSON-object line of the events landing files."""
+"""``bronze_events``: one row per JSON-object line of the events landing files, and per
+JSON-object message of Kafka topic ``events`` when a broker is configured."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS
 from lakehouse_assets.lib import (
+    append_flow,
     expect_or_quarantine,
     IS_JSON_OBJECT,
+    kafka,
     landed_lines_conserved,
     landing,
     non_blank_lines,
@@ -57,6 +60,9 @@ EVENT_COLUMN_DOCS = {
     group="bronze",
     column_descriptions=EVENT_COLUMN_DOCS,
     inputs={"lines": landing("events", glob="*.{json,jsonl,json.gz,jsonl.gz}")},
+    # The same events from Kafka topic `events`, where a broker is configured
+    # (LAKEHOUSE_KAFKA_BOOTSTRAP): its own checkpoint, the same parsing and quarantine.
+    flows=[append_flow("kafka", inputs={"lines": kafka("events")})],
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine(
         "bronze_events_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
@@ -71,9 +77,10 @@ EVENT_COLUMN_DOCS = {
     tags={"layer": "bronze"},
 )
 def bronze_events(lines: DataFrame) -> DataFrame:
-    """Raw clickstream events as landed: declared fields typed, everything else in
-    `_rescued_data`, lines that are not JSON objects in `bronze_events_quarantine`.
-    Re-delivered records are kept: bronze is raw."""
+    """Raw clickstream events as landed (and, with a broker configured, as produced to Kafka
+    topic `events`): declared fields typed, everything else in `_rescued_data`, lines or
+    messages that are not JSON objects in `bronze_events_quarantine`. Re-delivered records
+    are kept: bronze is raw."""
     return parse_event_lines(lines)
 
 

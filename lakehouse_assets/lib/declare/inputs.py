@@ -1,5 +1,6 @@
-"""What a streaming table reads: landing files, or an upstream Delta table read as a stream,
-a static snapshot or its change data feed. One constructor per kind, keyword options only."""
+"""What a streaming table reads: landing files, Kafka topics, or an upstream Delta table read as
+a stream, a static snapshot or its change data feed. One constructor per kind, keyword options
+only."""
 
 from __future__ import annotations
 
@@ -44,7 +45,23 @@ class LandingInput:
     schema: str | None = None
 
 
-Input = TableInput | LandingInput
+@dataclass(frozen=True)
+class KafkaInput:
+    """Messages of Kafka topics, read from the table's checkpoint like landing files: each run
+    reads what arrived since the last one (``availableNow``)."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    starting_offsets: str = "earliest"
+    bootstrap_servers: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def described(self) -> str:
+        return ", ".join(self.topics) if self.topics else f"topics matching {self.pattern}"
+
+
+Input = TableInput | LandingInput | KafkaInput
 
 
 def is_streaming(source: Input) -> bool:
@@ -108,3 +125,34 @@ def landing(
     :param schema: DDL schema (CSV).
     """
     return LandingInput(source, format, glob, dict(options or {}), schema)
+
+
+def kafka(
+    topic: str | None = None,
+    *,
+    topics: list[str] | None = None,
+    pattern: str | None = None,
+    starting_offsets: str = "earliest",
+    bootstrap_servers: str | None = None,
+    options: dict[str, str] | None = None,
+) -> KafkaInput:
+    """Read the messages of a Kafka topic as rows shaped like landed lines: ``value`` (the
+    message as UTF-8 text), ``_source_file`` (``kafka://<topic>/<partition>/<offset>``),
+    ``_ingested_at``, plus ``_kafka_key``, ``_kafka_topic``, ``_kafka_partition``,
+    ``_kafka_offset`` and ``_kafka_timestamp``. A function written for a landing input reads it
+    unchanged.
+
+    :param topic: the topic (or give ``topics`` or ``pattern``).
+    :param topics: several topics.
+    :param pattern: a Java regular expression of topic names (``subscribePattern``).
+    :param starting_offsets: where a new checkpoint starts: ``earliest`` (default), ``latest``
+        or Spark's per-partition JSON.
+    :param bootstrap_servers: the brokers (default: ``LAKEHOUSE_KAFKA_BOOTSTRAP``, read at run
+        time).
+    :param options: Spark Kafka source options; ``kafka.``-prefixed ones go to the consumer
+        (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``...).
+    """
+    chosen = ([topic] if topic else []) + list(topics or [])
+    if bool(chosen) == bool(pattern):
+        raise TypeError("kafka(): give a topic (or topics=[...]) or a pattern, not both and not neither")
+    return KafkaInput(tuple(chosen), pattern, starting_offsets, bootstrap_servers, dict(options or {}))

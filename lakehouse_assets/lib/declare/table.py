@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Literal
 
@@ -21,7 +21,8 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, schema_unchanged
 from lakehouse_assets.lib.declare.expectations import Expectation
-from lakehouse_assets.lib.declare.inputs import Input, LandingInput, TableInput, is_streaming, stream
+from lakehouse_assets.lib.declare.flows import Flow
+from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
 from lakehouse_assets.lib.declare.sinks import AppendSink, RecomputeSink, Sink
 
 OutputMode = Literal["append", "update", "complete"]
@@ -69,19 +70,50 @@ class StreamingTable:
     freshness: timedelta | None = None
     checks: list[TableCheck] = field(default_factory=list)
     priority: int = 0
+    flows: list[Flow] = field(default_factory=list)
+    flow: str | None = None
+    """Which of the table's flows this is (see :meth:`flow_runs`); None: the table's own."""
+
+    @property
+    def every_input(self) -> list[Input]:
+        """What the table and each of its flows read (lineage, jobs, sensors)."""
+        return list(self.inputs.values()) + [i for f in self.flows for i in f.inputs.values()]
 
     @property
     def upstream_tables(self) -> list[str]:
-        return [i.table for i in self.inputs.values() if isinstance(i, TableInput)]
+        return list(dict.fromkeys(i.table for i in self.every_input if isinstance(i, TableInput)))
+
+    @property
+    def streamed_tables(self) -> list[str]:
+        """The upstream tables read as a stream or change feed by the table or a flow."""
+        return [i.table for i in self.every_input if isinstance(i, TableInput) and is_streaming(i)]
 
     @property
     def lookup_tables(self) -> list[str]:
         """The upstream tables read as a static snapshot (lookups), not as a stream."""
-        return [i.table for i in self.inputs.values() if isinstance(i, TableInput) and not is_streaming(i)]
+        return [i.table for i in self.every_input if isinstance(i, TableInput) and not is_streaming(i)]
 
     @property
     def landing_sources(self) -> list[str]:
-        return [i.source for i in self.inputs.values() if isinstance(i, LandingInput)]
+        return list(dict.fromkeys(i.source for i in self.every_input if isinstance(i, LandingInput)))
+
+    @property
+    def kafka_inputs(self) -> list[KafkaInput]:
+        return [i for i in self.every_input if isinstance(i, KafkaInput)]
+
+    @property
+    def checkpoint_name(self) -> str:
+        """The checkpoint folder's name under ``checkpoints/``: the table's, or its flow's inside it."""
+        return self.name if self.flow is None else f"{self.name}/flows/{self.flow}"
+
+    def flow_runs(self) -> list[StreamingTable]:
+        """The table's own flow, then one table per declared flow: same outputs, the flow's
+        inputs and function, its own checkpoint."""
+        own = replace(self, flows=[])
+        return [own] + [
+            replace(own, flow=f.name, inputs={**self.inputs, **f.inputs}, transform=f.transform or self.transform)
+            for f in self.flows
+        ]
 
     @property
     def streaming_inputs(self) -> dict[str, Input]:
@@ -124,6 +156,20 @@ def _check_recompute(name: str, sink: Sink, inputs: dict[str, Input]) -> None:
         )
 
 
+def _check_flows(name: str, fn: Callable[..., DataFrame], sink: Sink, flows: list[Flow]) -> None:
+    if flows and isinstance(sink, RecomputeSink):
+        raise TypeError(f"{name}: a recompute table re-reads one input; it cannot have append flows")
+    seen: set[str] = set()
+    for flow in flows:
+        if flow.name in seen:
+            raise TypeError(f"{name}: two flows are named {flow.name!r}")
+        seen.add(flow.name)
+        params = set(inspect.signature(flow.transform or fn).parameters)
+        unknown = set(flow.inputs) - params
+        if unknown:
+            raise TypeError(f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function")
+
+
 def streaming_table(
     *,
     group: str,
@@ -144,6 +190,7 @@ def streaming_table(
     freshness: timedelta | None = None,
     checks: list[TableCheck] | None = None,
     priority: int = 0,
+    flows: list[Flow] | None = None,
 ) -> Callable[[Callable[..., DataFrame]], StreamingTable]:
     """Declare a streaming Delta table from a pure function of its input DataFrames.
 
@@ -168,6 +215,8 @@ def streaming_table(
     :param freshness: the asset fails its freshness policy when not updated for this long.
     :param checks: asset checks evaluated after each run (schema and quarantine rate are added).
     :param priority: among steps of one run that are ready together, higher runs first.
+    :param flows: further streams into the table (:func:`append_flow`), each with its own
+        checkpoint; every run runs the table's own query, then each flow's.
     """
 
     def decorate(fn: Callable[..., DataFrame]) -> StreamingTable:
@@ -175,6 +224,7 @@ def streaming_table(
         declared = _declared_inputs(fn, inputs)
         chosen_sink = sink or AppendSink()
         _check_recompute(table_name, chosen_sink, declared)
+        _check_flows(table_name, fn, chosen_sink, list(flows or []))
         return StreamingTable(
             name=table_name,
             transform=fn,
@@ -195,6 +245,7 @@ def streaming_table(
             freshness=freshness,
             checks=list(checks or []),
             priority=priority,
+            flows=list(flows or []),
         )
 
     return decorate

@@ -16,16 +16,16 @@ from lakehouse_assets.lib.settings import LakehousePaths
 
 
 def query_checkpoint(paths: LakehousePaths, table: StreamingTable) -> str:
-    return f"{paths.checkpoint(table.name)}/query"
+    return f"{paths.checkpoint(table.checkpoint_name)}/query"
 
 
 def app_id(paths: LakehousePaths, table: StreamingTable) -> str:
     """Identity of the table's checkpoint: new after a full refresh, stable across restarts,
     so Delta's txnVersion dedup never skips a batch of a rebuilt table."""
-    path = f"{paths.checkpoint(table.name)}/app_id"
+    path = f"{paths.checkpoint(table.checkpoint_name)}/app_id"
     identity = storage.read_text(path)
     if not identity:
-        identity = f"{table.name}-{uuid.uuid4()}"
+        identity = f"{table.name}{'-' + table.flow if table.flow else ''}-{uuid.uuid4()}"
         storage.write_text(path, identity)
     return identity.strip()
 
@@ -64,8 +64,10 @@ def full_refresh(spark: SparkSession, paths: LakehousePaths, table: StreamingTab
 
 def guard_checkpoint(spark: SparkSession, paths: LakehousePaths, table: StreamingTable) -> None:
     """Refuse to restart from nothing into a table that already holds rows: without its
-    checkpoint the query would re-read every input and duplicate data."""
-    if storage.exists(f"{query_checkpoint(paths, table)}/metadata"):
+    checkpoint the query would re-read every input and duplicate data. A further flow
+    (``append_flow``) starting from nothing is a flow just added: it reads its input from its
+    starting position."""
+    if table.flow is not None or storage.exists(f"{query_checkpoint(paths, table)}/metadata"):
         return
     for name in table.outputs:
         path = paths.table(name)

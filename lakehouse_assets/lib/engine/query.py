@@ -26,7 +26,7 @@ def run_query(
 ) -> None:
     """Drain everything new through ``handler`` (``foreachBatch``) and wait for the end."""
     query = (
-        stream.writeStream.queryName(table.name)
+        stream.writeStream.queryName(table.name if table.flow is None else f"{table.name}:{table.flow}")
         .foreachBatch(handler)
         .outputMode(table.output_mode)
         .trigger(availableNow=True)

@@ -1,4 +1,4 @@
-"""Reading a table's inputs: landing folders and upstream Delta tables, as declared."""
+"""Reading a table's inputs: landing folders, Kafka topics and upstream Delta tables, as declared."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
+from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 Log = Callable[[str], None]
@@ -88,7 +89,12 @@ def read_table(spark: SparkSession, paths: LakehousePaths, source: TableInput, r
 
 def read_inputs(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Log) -> dict[str, DataFrame]:
     """Each parameter of the table's function and the DataFrame it reads."""
-    return {
-        param: read_landing(spark, paths, i, log) if isinstance(i, LandingInput) else read_table(spark, paths, i, table.name)
-        for param, i in table.inputs.items()
-    }
+    frames = {}
+    for param, source in table.inputs.items():
+        if isinstance(source, LandingInput):
+            frames[param] = read_landing(spark, paths, source, log)
+        elif isinstance(source, KafkaInput):
+            frames[param] = read_kafka(spark, source, table)
+        else:
+            frames[param] = read_table(spark, paths, source, table.name)
+    return frames

@@ -1,6 +1,6 @@
-"""One run of a streaming table, start to end: the writer lock, a full refresh when asked, the
-missing-checkpoint guard, the idle skip, then the ``availableNow`` query of the table's write
-strategy (per micro-batch, or recompute)."""
+"""One run of a streaming table, start to end: the writer lock, a full refresh when asked, then
+for the table's own flow and each ``append_flow``: the missing-checkpoint guard, the idle skip,
+and the ``availableNow`` query of the table's write strategy (per micro-batch, or recompute)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.lib.declare.inputs import LandingInput
+from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
 from lakehouse_assets.lib.declare.sinks import RecomputeSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
 from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, guard_checkpoint, query_checkpoint
 from lakehouse_assets.lib.engine.idle import idle_input
+from lakehouse_assets.lib.engine.kafka_input import check_kafka_inputs, kafka_servers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import run_query
@@ -71,25 +72,38 @@ def _landing_warnings(paths: LakehousePaths, table: StreamingTable) -> list[str]
 
 
 def _run(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Log) -> RunReport:
-    guard_checkpoint(spark, paths, table)
     started = time.monotonic()
     report = RunReport(table.name)
-    report.warnings += _landing_warnings(paths, table)
-    idle = idle_input(spark, paths, table)
-    if idle:
-        # Starting the query would only read the checkpoint and find no new version.
-        log(f"{table.name}: nothing new in {idle} since the last run; query not started")
-    else:
-        strategy = prepare_recompute if isinstance(table.sink, RecomputeSink) else prepare_batches
-        inputs = read_inputs(spark, paths, table, log)
-        ledger = BatchLedger.for_run(paths.checkpoint(table.name))
-        prepared = strategy(spark, paths, table, inputs, ledger, app_id(paths, table))
-        if prepared.quarantine_schema is not None and table.quarantine:
-            ensure_table(spark, paths, table.quarantine.table, prepared.quarantine_schema, table, main=False)
-        ensure_table(spark, paths, table.name, prepared.output_schema, table, main=True)
-        try:
-            run_query(prepared.stream, table, prepared.handler, query_checkpoint(paths, table), report, log)
-        finally:
-            ledger.add_up(report)
+    for flow in table.flow_runs():
+        _run_flow(spark, paths, flow, report, log)
     report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def _unconfigured_kafka(flow: StreamingTable) -> list[str]:
+    return [i.described for i in flow.inputs.values() if isinstance(i, KafkaInput) and not kafka_servers(i)]
+
+
+def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, report: RunReport, log: Log) -> None:
+    name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
+    if flow.flow is not None and _unconfigured_kafka(flow):
+        log(f"{name}: skipped: it reads Kafka ({', '.join(_unconfigured_kafka(flow))}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
+        return
+    guard_checkpoint(spark, paths, flow)
+    report.warnings += _landing_warnings(paths, flow)
+    idle = idle_input(spark, paths, flow) or check_kafka_inputs(paths, flow, log)
+    if idle:
+        # Starting the query would only read the checkpoint and find nothing new.
+        log(f"{name}: nothing new in {idle} since the last run; query not started")
+        return
+    strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
+    inputs = read_inputs(spark, paths, flow, log)
+    ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
+    prepared = strategy(spark, paths, flow, inputs, ledger, app_id(paths, flow))
+    if prepared.quarantine_schema is not None and flow.quarantine:
+        ensure_table(spark, paths, flow.quarantine.table, prepared.quarantine_schema, flow, main=False)
+    ensure_table(spark, paths, flow.name, prepared.output_schema, flow, main=True)
+    try:
+        run_query(prepared.stream, flow, prepared.handler, query_checkpoint(paths, flow), report, log)
+    finally:
+        ledger.add_up(report)

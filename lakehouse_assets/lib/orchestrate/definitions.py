@@ -1,5 +1,6 @@
 """A whole code location from a list of tables: assets with their checks, an ingest job and a
-landing sensor per landing source, nightly maintenance, the refresh safety net, resources."""
+sensor per landing source and per Kafka subscription, nightly maintenance, the refresh safety
+net, resources."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.orchestrate.assets import build_table_assets
-from lakehouse_assets.lib.orchestrate.jobs import build_ingest_jobs, build_refresh_job, landing_sources
+from lakehouse_assets.lib.orchestrate.jobs import (
+    build_ingest_jobs,
+    build_kafka_jobs,
+    build_refresh_job,
+    kafka_subscriptions,
+    landing_sources,
+)
+from lakehouse_assets.lib.orchestrate.kafka_sensor import build_kafka_sensor
 from lakehouse_assets.lib.orchestrate.maintenance import build_maintenance_jobs
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.schedules import build_maintenance_schedules, build_refresh_schedule
@@ -29,18 +37,22 @@ def build_definitions(
 
     :param tables: the declared tables (for example ``collect_tables("my_pipeline.defs")``).
     :param paths: the data root (default: ``LAKEHOUSE_ROOT``, read now); checked first (:class:`RootUnusable`).
-    :param sensors: add one landing sensor per landing source (and its ingest job).
+    :param sensors: add one sensor per landing source and per Kafka subscription.
     :param schedules: add nightly maintenance and the refresh_all schedule (off by default).
     """
     paths = paths or LakehousePaths.from_env()
     paths.check_root()
     ingest = build_ingest_jobs(tables)
+    from_kafka = build_kafka_jobs(tables)
     refresh = build_refresh_job()
     maintenance = build_maintenance_jobs(tables)
     return dg.Definitions(
         assets=build_table_assets(tables, paths),
-        jobs=[*ingest.values(), refresh, *maintenance.values()],
-        sensors=[build_landing_sensor(s, readers, ingest[s]) for s, readers in landing_sources(tables).items()]
+        jobs=[*ingest.values(), *from_kafka.values(), refresh, *maintenance.values()],
+        sensors=[
+            *[build_landing_sensor(s, readers, ingest[s]) for s, readers in landing_sources(tables).items()],
+            *[build_kafka_sensor(s, readers, from_kafka[s]) for s, readers in kafka_subscriptions(tables).items()],
+        ]
         if sensors
         else [],
         schedules=[*build_maintenance_schedules(maintenance), build_refresh_schedule(refresh, tables)] if schedules else [],

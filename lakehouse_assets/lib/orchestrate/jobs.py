@@ -1,19 +1,22 @@
-"""Asset jobs derived from the declared tables: one ingest job per landing source, one for all."""
+"""Asset jobs derived from the declared tables: one ingest job per landing source and per Kafka
+subscription, one for all."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
+from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.declare.table import StreamingTable
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 SOURCE_TAG = "lakehouse/landing_source"
+KAFKA_TAG = "lakehouse/kafka_subscription"
 TRIGGER_TAG = "lakehouse/trigger"
 
 
@@ -33,22 +36,25 @@ def landing_globs(tables: Sequence[StreamingTable], source: str) -> list[str]:
     )
 
 
-def fed_by(tables: Sequence[StreamingTable], source: str) -> list[StreamingTable]:
-    """The tables reading landing ``source`` and every table that streams from one of them.
+def downstream_of(tables: Sequence[StreamingTable], readers: Sequence[StreamingTable]) -> list[StreamingTable]:
+    """``readers`` and every table that streams from one of them, transitively.
 
     A static (lookup) input is not followed: a new lookup row changes nothing already written,
     so the events chain does not wait for, or fail with, the customers feed it enriches from."""
-    chosen = {key for t in tables if source in t.landing_sources for key in t.outputs}
+    chosen = {key for t in readers for key in t.outputs}
     grew = True
     while grew:
         grew = False
         for table in tables:
-            if table.name not in chosen and any(
-                isinstance(i, TableInput) and i.table in chosen for i in table.streaming_inputs.values()
-            ):
+            if table.name not in chosen and any(name in chosen for name in table.streamed_tables):
                 chosen.update(table.outputs)
                 grew = True
     return [t for t in tables if t.name in chosen]
+
+
+def fed_by(tables: Sequence[StreamingTable], source: str) -> list[StreamingTable]:
+    """The tables reading landing ``source`` and every table that streams from one of them."""
+    return downstream_of(tables, [t for t in tables if source in t.landing_sources])
 
 
 def source_selection(tables: Sequence[StreamingTable], source: str) -> dg.AssetSelection:
@@ -74,6 +80,34 @@ def build_ingest_jobs(tables: Sequence[StreamingTable]) -> dict[str, "Unresolved
             tags={SOURCE_TAG: source},
         )
         for source, readers in landing_sources(tables).items()
+    }
+
+
+def kafka_subscriptions(tables: Sequence[StreamingTable]) -> dict[str, list[StreamingTable]]:
+    """Each subscription (topics, or a pattern) and the tables that read it."""
+    found: dict[str, list[StreamingTable]] = {}
+    for table in tables:
+        for described in dict.fromkeys(i.described for i in table.kafka_inputs):
+            found.setdefault(described, []).append(table)
+    return found
+
+
+def kafka_job_name(subscription: str) -> str:
+    return "ingest_kafka_" + re.sub(r"[^A-Za-z0-9_]+", "_", subscription).strip("_")
+
+
+def build_kafka_jobs(tables: Sequence[StreamingTable]) -> dict[str, "UnresolvedAssetJobDefinition"]:
+    return {
+        subscription: dg.define_asset_job(
+            name=kafka_job_name(subscription),
+            selection=dg.AssetSelection.assets(*[k for t in downstream_of(tables, readers) for k in t.outputs]),
+            description=(
+                f"Ingest new messages of Kafka {subscription} into {', '.join(t.name for t in readers)} "
+                "and refresh the tables that stream from them (trigger availableNow)."
+            ),
+            tags={KAFKA_TAG: subscription},
+        )
+        for subscription, readers in kafka_subscriptions(tables).items()
     }
 
 

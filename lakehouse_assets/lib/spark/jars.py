@@ -1,4 +1,5 @@
-"""Delta Lake's JVM side, resolved from Maven Central once at setup time into a local cache.
+"""The JVM side of Delta Lake and of Spark's Kafka connector, resolved from Maven Central once
+at setup time into a local cache.
 
 ``python -m lakehouse_assets.lib.spark.jars`` downloads the packages with Spark's own Ivy resolver and
 keeps only the jars Spark does not already ship, so a run needs no network. The cache is per
@@ -23,7 +24,11 @@ from lakehouse_assets.lib.settings import REPO_ROOT, current
 DELTA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
 SPARK_MINOR = ".".join(pyspark.__version__.split(".")[:2])
-MAVEN_PACKAGES = [f"io.delta:delta-spark_{SPARK_MINOR}_{SCALA_VERSION}:{DELTA_VERSION}"]
+MAVEN_PACKAGES = [
+    f"io.delta:delta-spark_{SPARK_MINOR}_{SCALA_VERSION}:{DELTA_VERSION}",
+    # Spark's Kafka source and sink, at pyspark's own version.
+    f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{pyspark.__version__}",
+]
 
 
 def jar_cache_dir() -> Path:
@@ -46,7 +51,7 @@ def cached_jars() -> list[str]:
     manifest = cache / "MANIFEST"
     if not manifest.exists() or manifest.read_text() != _manifest():
         raise RuntimeError(
-            f"Delta Lake's jars are not in {cache}: run `make setup` (needs Maven Central once)."
+            f"Delta Lake's and Kafka's jars are not in {cache}: run `make setup` (needs Maven Central once)."
         )
     return sorted(str(p) for p in cache.glob("*.jar"))
 
@@ -127,7 +132,7 @@ def main() -> int:
     except Exception as error:  # noqa: BLE001 - turn a JVM/Ivy failure into one sentence
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(
-            "Setup failed: could not download Delta Lake's jars from Maven Central "
+            "Setup failed: could not download Delta Lake's and Kafka's jars from Maven Central "
             f"({first_line}; resolver output in {log}). Check the network or proxy (or set "
             "LAKEHOUSE_JAR_CACHE to a folder holding them) and run `make setup` again.",
             file=sys.stderr,

@@ -1,0 +1,1 @@
+"""Message brokers tables read from and publish to: a local Kafka broker, Kafka's offsets."""

@@ -1,0 +1,48 @@
+"""More than one stream into one table: each flow is its own query with its own checkpoint,
+appending into the same Delta table (Spark Declarative Pipelines' ``append_flow``).
+
+    @streaming_table(group="bronze", inputs={"lines": landing("events")},
+                     flows=[append_flow("kafka", inputs={"lines": kafka("events")})])
+    def bronze_events(lines): ...
+
+A flow replaces some of the table's inputs and runs the table's function on them (or a function
+of its own). A flow whose Kafka input has no broker configured is skipped, saying so, so a
+pipeline can declare the topic and still run where no broker exists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from lakehouse_assets.lib.declare.inputs import Input
+
+_FLOW_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A further stream into a table; :func:`append_flow` builds it."""
+
+    name: str
+    inputs: dict[str, Input]
+    transform: Callable[..., DataFrame] | None = None
+
+
+def append_flow(
+    name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None
+) -> Flow:
+    """Declare one more flow into a table, checkpointed at ``checkpoints/<table>/flows/<name>``.
+
+    :param name: the flow's name (letters, digits, ``_`` and ``-``), unique within its table.
+    :param inputs: per parameter of the function, what this flow reads instead of the table's
+        own input; parameters not listed read what the table declares.
+    :param transform: the flow's own function (default: the table's); it returns the table's
+        columns.
+    """
+    if not _FLOW_NAME.match(name):
+        raise ValueError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
+    return Flow(name, dict(inputs), transform)
