@@ -28,7 +28,7 @@ from lakehouse_assets.lib.declare.flows import Flow, append_flow
 from lakehouse_assets.lib.declare.inputs import change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 from lakehouse_assets.lib.declare.registry import collect_tables
-from lakehouse_assets.lib.declare.sinks import append, merge, recompute
+from lakehouse_assets.lib.declare.sinks import append, merge, recompute, to_kafka
 from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable, streaming_table
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -91,5 +91,6 @@ __all__ = [
     "static",
     "stream",
     "streaming_table",
+    "to_kafka",
     "unique",
 ]

@@ -39,13 +39,31 @@ class TopicOffsets:
     end: dict[Partition, int]
 
 
-def client_options(source: KafkaInput) -> dict[str, str] | None:
-    """kafka-python's options for the input's consumer options; None when some option only the
-    Java client understands."""
-    consumer = {k: v for k, v in source.options.items() if k.startswith("kafka.")}
+def client_options(options: dict[str, str]) -> dict[str, str] | None:
+    """kafka-python's options for Spark's Kafka ``options``; None when some option only the Java
+    client understands."""
+    consumer = {k: v for k, v in options.items() if k.startswith("kafka.")}
     if any(k not in _CLIENT_OPTIONS for k in consumer):
         return None
     return {_CLIENT_OPTIONS[k]: v for k, v in consumer.items()}
+
+
+def _consumer(servers: str, timeout_s: float, options: dict[str, str]) -> KafkaConsumer:
+    timeout_ms = int(timeout_s * 1000)
+    try:
+        return KafkaConsumer(
+            bootstrap_servers=servers.split(","), request_timeout_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms, enable_auto_commit=False, **options,
+        )  # fmt: skip
+    except KafkaTimeoutError:
+        raise KafkaProblem(f"no Kafka broker answers at {servers} (within {timeout_s:g}s): start it or fix LAKEHOUSE_KAFKA_BOOTSTRAP") from None
+
+
+def check_reachable(servers: str, options: dict[str, str] | None, timeout_s: float = 10.0) -> None:
+    """Raise :class:`KafkaProblem` unless a broker answers at ``servers`` (None options: the
+    check needs Java's client and is left to Spark)."""
+    if options is not None:
+        _consumer(servers, timeout_s, options).close()
 
 
 def topic_offsets(source: KafkaInput, servers: str, timeout_s: float = 10.0) -> TopicOffsets | None:
@@ -54,17 +72,10 @@ def topic_offsets(source: KafkaInput, servers: str, timeout_s: float = 10.0) -> 
 
     :raises KafkaProblem: the brokers do not answer, or no subscribed topic exists yet.
     """
-    options = client_options(source)
+    options = client_options(source.options)
     if options is None:
         return None
-    timeout_ms = int(timeout_s * 1000)
-    try:
-        consumer = KafkaConsumer(
-            bootstrap_servers=servers.split(","), request_timeout_ms=timeout_ms,
-            bootstrap_timeout_ms=timeout_ms, enable_auto_commit=False, **options,
-        )  # fmt: skip
-    except KafkaTimeoutError:
-        raise KafkaProblem(f"no Kafka broker answers at {servers} (within {timeout_s:g}s): start it or fix LAKEHOUSE_KAFKA_BOOTSTRAP") from None
+    consumer = _consumer(servers, timeout_s, options)
     try:
         existing = consumer.topics()
         wanted = [t for t in source.topics if t in existing] if source.topics else sorted(

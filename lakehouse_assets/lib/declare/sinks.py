@@ -5,12 +5,13 @@ the engine (:mod:`lakehouse_assets.lib.engine.writes` and :mod:`~lakehouse_asset
 - :func:`merge`: upsert on keys (deduplication, latest-wins).
 - :func:`recompute`: exact incremental results for aggregations: the keys a micro-batch touches
   are recomputed from the whole current input and replaced in one MERGE.
+- :func:`to_kafka`: publish every row to a Kafka topic instead of a Delta table (at least once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pyspark.sql import DataFrame
@@ -48,6 +49,16 @@ class RecomputeSink(Sink):
 
     def output(self, rows: DataFrame) -> DataFrame:
         return self.finalize(rows) if self.finalize else rows
+
+
+@dataclass(frozen=True)
+class KafkaSink(Sink):
+    """Publish every row of every micro-batch to a Kafka topic as JSON (no Delta table)."""
+
+    topic: str
+    key: list[str]
+    bootstrap_servers: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
 
 
 def append() -> AppendSink:
@@ -93,3 +104,20 @@ def recompute(
         join instead of a literal filter.
     """
     return RecomputeSink(list(keys), reread_by, merge_on, finalize, max_literal_values)
+
+
+def to_kafka(
+    topic: str, *, key: list[str], bootstrap_servers: str | None = None, options: dict[str, str] | None = None
+) -> KafkaSink:
+    """Publish each micro-batch's rows to ``topic``: the message key is the JSON object of the
+    ``key`` columns, the value the JSON object of the whole row. Spark's Kafka writer is at
+    least once: a run killed while sending re-sends that micro-batch when it runs again, so
+    rows should carry what a consumer deduplicates on (a change feed's commit version).
+
+    :param topic: the topic written to.
+    :param key: the columns forming the message key (Kafka keeps one key in one partition).
+    :param bootstrap_servers: the brokers (default: ``LAKEHOUSE_KAFKA_BOOTSTRAP``, read at run
+        time; without either, runs skip publishing and the change feed waits).
+    :param options: Spark Kafka sink options (``kafka.``-prefixed ones go to the producer).
+    """
+    return KafkaSink(topic, list(key), bootstrap_servers, dict(options or {}))

@@ -23,7 +23,7 @@ from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, sch
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.flows import Flow
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
-from lakehouse_assets.lib.declare.sinks import AppendSink, RecomputeSink, Sink
+from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, RecomputeSink, Sink
 
 OutputMode = Literal["append", "update", "complete"]
 
@@ -125,9 +125,18 @@ class StreamingTable:
         return [self.name] + ([self.quarantine.table] if self.quarantine else [])
 
     @property
+    def writes_delta(self) -> bool:
+        """False for a table that publishes to Kafka (:func:`to_kafka`): its name is an asset, not a Delta table."""
+        return not isinstance(self.sink, KafkaSink)
+
+    @property
+    def delta_outputs(self) -> list[str]:
+        return [name for name in self.outputs if name != self.name or self.writes_delta]
+
+    @property
     def all_checks(self) -> list[TableCheck]:
         """Declared checks plus those every table gets: schema and, with a quarantine, its rate."""
-        defaults = [schema_unchanged()]
+        defaults = [schema_unchanged()] if self.writes_delta else []
         if self.quarantine:
             defaults.append(quarantine_rate(self.quarantine.max_share))
         declared = {c.name for c in self.checks}

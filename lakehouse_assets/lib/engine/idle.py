@@ -57,7 +57,7 @@ def idle_input(spark: SparkSession, paths: LakehousePaths, table: StreamingTable
     if not committed or latest is None:
         return None
     # From the logs, not through Delta: in a cold JVM Delta's first use of a table costs seconds.
-    if any(delta_log.delta_version(paths.table(name)) is None for name in table.outputs):
+    if any(delta_log.delta_version(paths.table(name)) is None for name in table.delta_outputs):
         return None
     table_id = delta_log.delta_table_id(source) or delta_sql.table_id(spark, source)
     offsets = (storage.read_text(f"{query}/offsets/{last}") or "").strip().splitlines()

@@ -5,22 +5,48 @@ turn a hang or a stack trace into one sentence, and skip a query with nothing to
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput
+from lakehouse_assets.lib.declare.sinks import KafkaSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.engine.errors import LakehouseError
-from lakehouse_assets.lib.brokers.kafka_offsets import KafkaProblem, committed_offsets, pending, removed_before_read, topic_offsets
+from lakehouse_assets.lib.brokers.kafka_offsets import (
+    KafkaProblem,
+    check_reachable,
+    client_options,
+    committed_offsets,
+    pending,
+    removed_before_read,
+    topic_offsets,
+)
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
-def kafka_servers(source: KafkaInput) -> str:
-    """The input's brokers: its own, else ``LAKEHOUSE_KAFKA_BOOTSTRAP``; empty when neither."""
+def kafka_servers(source: KafkaInput | KafkaSink) -> str:
+    """The input's or sink's brokers: its own, else ``LAKEHOUSE_KAFKA_BOOTSTRAP``; empty when neither."""
     return source.bootstrap_servers or current().kafka_bootstrap
+
+
+def with_sink_brokers(table: StreamingTable) -> StreamingTable:
+    """The table with its Kafka sink's brokers resolved here, where the run's settings are (the
+    micro-batches may run in another process), after checking that one answers.
+
+    :raises LakehouseError: no broker answers.
+    """
+    sink = table.sink
+    assert isinstance(sink, KafkaSink)
+    servers = kafka_servers(sink)
+    try:
+        check_reachable(servers, client_options(sink.options))
+    except KafkaProblem as problem:
+        raise LakehouseError(f"{table.name}: {problem}") from None
+    return replace(table, sink=replace(sink, bootstrap_servers=servers))
 
 
 def read_kafka(spark: SparkSession, source: KafkaInput, table: StreamingTable) -> DataFrame:

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
-from lakehouse_assets.lib.declare.sinks import RecomputeSink
+from lakehouse_assets.lib.declare.sinks import KafkaSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
 from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, guard_checkpoint, query_checkpoint
 from lakehouse_assets.lib.engine.idle import idle_input
-from lakehouse_assets.lib.engine.kafka_input import check_kafka_inputs, kafka_servers
+from lakehouse_assets.lib.engine.kafka_input import check_kafka_inputs, kafka_servers, with_sink_brokers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import run_query
@@ -81,14 +81,20 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log:
 
 
 def _unconfigured_kafka(flow: StreamingTable) -> list[str]:
-    return [i.described for i in flow.inputs.values() if isinstance(i, KafkaInput) and not kafka_servers(i)]
+    """The Kafka inputs, and sink, of the flow that have no broker to go to."""
+    missing = [i.described for i in flow.inputs.values() if isinstance(i, KafkaInput) and not kafka_servers(i)]
+    if isinstance(flow.sink, KafkaSink) and not kafka_servers(flow.sink):
+        missing.append(f"publishes to {flow.sink.topic}")
+    return missing
 
 
 def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, report: RunReport, log: Log) -> None:
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
-    if flow.flow is not None and _unconfigured_kafka(flow):
-        log(f"{name}: skipped: it reads Kafka ({', '.join(_unconfigured_kafka(flow))}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
+    if (flow.flow is not None or not flow.writes_delta) and _unconfigured_kafka(flow):
+        log(f"{name}: skipped: it uses Kafka ({', '.join(_unconfigured_kafka(flow))}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
         return
+    if isinstance(flow.sink, KafkaSink):
+        flow = with_sink_brokers(flow)
     guard_checkpoint(spark, paths, flow)
     report.warnings += _landing_warnings(paths, flow)
     idle = idle_input(spark, paths, flow) or check_kafka_inputs(paths, flow, log)
@@ -102,7 +108,8 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, 
     prepared = strategy(spark, paths, flow, inputs, ledger, app_id(paths, flow))
     if prepared.quarantine_schema is not None and flow.quarantine:
         ensure_table(spark, paths, flow.quarantine.table, prepared.quarantine_schema, flow, main=False)
-    ensure_table(spark, paths, flow.name, prepared.output_schema, flow, main=True)
+    if flow.writes_delta:
+        ensure_table(spark, paths, flow.name, prepared.output_schema, flow, main=True)
     try:
         run_query(prepared.stream, flow, prepared.handler, query_checkpoint(paths, flow), report, log)
     finally:

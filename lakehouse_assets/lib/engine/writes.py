@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
-from lakehouse_assets.lib.declare.sinks import AppendSink, MergeSink, Sink
+from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, MergeSink, Sink
 from lakehouse_assets.lib.engine import delta_sql
 
 DELETE_FLAG = "__lh_delete"
@@ -87,6 +87,20 @@ def merge_batch(sink: MergeSink, batch: DataFrame, write: BatchWrite) -> int:
     return metrics.get("num_inserted_rows", 0) + metrics.get("num_updated_rows", 0)
 
 
+def publish_batch(sink: KafkaSink, batch: DataFrame) -> None:
+    """Send the rows to the sink's topic (key and value as JSON objects); at least once."""
+    messages = batch.select(
+        F.to_json(F.struct(*sink.key)).alias("key"), F.to_json(F.struct(*batch.columns)).alias("value")
+    )
+    (
+        messages.write.format("kafka")
+        .option("kafka.bootstrap.servers", sink.bootstrap_servers)
+        .option("topic", sink.topic)
+        .options(**sink.options)
+        .save()
+    )
+
+
 def write_batch(sink: Sink, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
     """Write one micro-batch with an append or merge sink; returns the rows written.
     ``rows``: the batch's row count when the caller already knows it (saves a pass)."""
@@ -94,6 +108,9 @@ def write_batch(sink: Sink, batch: DataFrame, write: BatchWrite, rows: int | Non
         return merge_batch(sink, batch, write)
     if isinstance(sink, AppendSink):
         append_batch(batch, write)
+        return batch.count() if rows is None else rows
+    if isinstance(sink, KafkaSink):
+        publish_batch(sink, batch)
         return batch.count() if rows is None else rows
     raise TypeError(f"{type(sink).__name__} does not write micro-batches as they come")
 

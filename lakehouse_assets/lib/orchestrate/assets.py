@@ -40,7 +40,7 @@ def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
     common = dict(
         group_name=table.group,
         deps=deps,
-        kinds=KINDS,
+        kinds=KINDS if table.writes_delta else {"spark", "kafka"},
         owners=table.owners,
         tags=table.tags,
         freshness_policy=(
@@ -52,7 +52,7 @@ def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
             key=table.name,
             description=table.description,
             metadata={
-                "dagster/uri": paths.table(table.name),
+                "dagster/uri": paths.table(table.name) if table.writes_delta else f"kafka://{table.sink.topic}",  # type: ignore[attr-defined]
                 "dagster/code_references": _code_reference(table),
                 "landing_sources": ", ".join(table.landing_sources) or "-",
             },

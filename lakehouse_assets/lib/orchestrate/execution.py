@@ -106,7 +106,9 @@ def table_events(
     (info or log)(report.summary())
     for warning in report.warnings:
         (warn or log)(warning)
-    if table.name in request.assets:
+    if table.name in request.assets and not table.writes_delta:
+        yield Materialized(table.name, {**run_metadata(report), "messages_sent": report.rows_written})
+    elif table.name in request.assets:
         own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))
         metadata = {**run_metadata(report), **own}
         yield Materialized(table.name, metadata)

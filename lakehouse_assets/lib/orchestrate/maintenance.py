@@ -149,4 +149,4 @@ def build_maintenance_job(table: StreamingTable) -> dg.JobDefinition:
 
 
 def build_maintenance_jobs(tables: Sequence[StreamingTable]) -> dict[str, dg.JobDefinition]:
-    return {t.name: build_maintenance_job(t) for t in tables}
+    return {t.name: build_maintenance_job(t) for t in tables if t.writes_delta}
