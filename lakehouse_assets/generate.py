@@ -21,7 +21,9 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable
+from lakehouse_assets.lib.brokers.kafka_offsets import KafkaProblem
+from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
+from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable, current
 
 CATEGORIES = ["books", "electronics", "garden", "toys", "fashion", None]
 PAGES = ["/", "/search", "/product", "/cart", "/checkout"]
@@ -201,15 +203,21 @@ class Generator:
         return impressions, clicks
 
 
-def generate(paths: LakehousePaths, options: GeneratorOptions, sources: list[str] | None = None) -> list[Path]:
-    """Land one batch of files for ``sources`` (default: all four) and return their paths."""
+def generate(
+    paths: LakehousePaths, options: GeneratorOptions, sources: list[str] | None = None, to_kafka: str | None = None
+) -> list[Path]:
+    """Land one batch of files for ``sources`` (default: all four) and return their paths; with
+    ``to_kafka`` (brokers), the events go to Kafka topic ``events`` instead, one message per line."""
     sources = sources or ["events", "customers", "ad_impressions", "ad_clicks"]
     generator = Generator(options)
     writer = LandingWriter(paths, f"{generator.start:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}")
     written = []
     with Progress(transient=True, disable=options.files * options.rows < 200_000) as progress:
         task = progress.add_task("landing events", total=options.files)
-        if "events" in sources:
+        if "events" in sources and to_kafka:
+            lines = [ln for _ in range(options.files) for ln in generator.event_lines(options.rows)]
+            produce_lines(to_kafka, "events", lines)
+        elif "events" in sources:
             for i in range(options.files):
                 compress = generator.rng.random() < options.gzip
                 lines = generator.event_lines(options.rows)
@@ -253,18 +261,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--start", type=datetime.fromisoformat, help="base event time (ISO-8601, UTC)")
     parser.add_argument("--sources", nargs="*", help="landing sources (default: all)")
     parser.add_argument("--root", help="data root (default: $LAKEHOUSE_ROOT or data/)")
+    parser.add_argument(
+        "--to-kafka", nargs="?", const="", metavar="BROKERS",
+        help="produce the events to Kafka topic events instead of landing files (default brokers: $LAKEHOUSE_KAFKA_BOOTSTRAP)",
+    )  # fmt: skip
     args = vars(parser.parse_args(argv))
     root = args.pop("root")
     paths = LakehousePaths(root) if root else LakehousePaths.from_env()
     if args["start"] and args["start"].tzinfo is None:
         args["start"] = args["start"].replace(tzinfo=UTC)
     sources = args.pop("sources")
+    to_kafka = args.pop("to_kafka")
+    if to_kafka == "":
+        to_kafka = current().kafka_bootstrap or sys.exit("generate: --to-kafka needs brokers (or LAKEHOUSE_KAFKA_BOOTSTRAP)")
     try:
         paths.check_root()
-    except RootUnusable as error:
+        written = generate(paths, GeneratorOptions(**args), sources, to_kafka)
+    except (RootUnusable, KafkaProblem) as error:
         sys.exit(f"generate: {error}")
-    written = generate(paths, GeneratorOptions(**args), sources)
-    print(f"landed {len(written)} files under {paths.root}/landing")
+    events = f"; {args['files'] * args['rows']} events produced to Kafka topic events at {to_kafka}" if to_kafka else ""
+    print(f"landed {len(written)} files under {paths.root}/landing{events}")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,9 @@ def is_number(value: object) -> bool:
 class ExpectedEvents:
     """Bronze, quarantine, silver and gold answers for the events landed under ``root``."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, messages: list[tuple[str | None, str]] = ()):
+        """:param messages: Kafka messages of topic ``events`` as (value, ``kafka://`` URI);
+        a None value (tombstone) or a blank one is skipped like a blank line."""
         self.bronze: list[dict] = []
         self.bad_lines: list[tuple[str, str]] = []
         self.lines_per_file: dict[str, int] = {}
@@ -71,14 +73,20 @@ class ExpectedEvents:
             non_blank = [ln for ln in file_lines(path) if not is_blank(ln)]
             self.lines_per_file[path.name] = len(non_blank)
             for line in non_blank:
-                try:
-                    record = json.loads(line)
-                except (ValueError, RecursionError):
-                    record = None
-                if isinstance(record, dict):
-                    self.bronze.append(as_bronze(record) | {"_file": path.name})
-                else:
-                    self.bad_lines.append((line, path.name))
+                self._add(line, path.name)
+        for value, uri in messages:
+            if value is not None and not is_blank(value):
+                self._add(value, uri)
+
+    def _add(self, line: str, source: str) -> None:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            record = None
+        if isinstance(record, dict):
+            self.bronze.append(as_bronze(record) | {"_file": source})
+        else:
+            self.bad_lines.append((line, source))
 
     @staticmethod
     def failures(record: dict) -> list[str]:

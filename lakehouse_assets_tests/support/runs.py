@@ -35,9 +35,10 @@ def assert_no_overlap(intervals: dict[str, list[tuple[float, float, str]]]) -> N
             assert e1 <= s2, f"{step}: runs {r1[:8]} and {r2[:8]} wrote at the same time ({s1}-{e1} vs {s2}-{e2})"
 
 
-def assert_events_exact(spark, root: Path) -> None:
+def assert_events_exact(spark, root: Path, messages: list[tuple[str | None, str]] = ()) -> None:
+    """The events chain holds exactly what the landed files (and Kafka ``messages``) hold."""
     paths = LakehousePaths(str(root))
-    expected = ExpectedEvents(root)
+    expected = ExpectedEvents(root, messages)
     bronze = spark.read.format("delta").load(paths.table("bronze_events")).count()
     quarantine = spark.read.format("delta").load(paths.table("bronze_events_quarantine")).count()
     assert bronze == len(expected.bronze) and quarantine == len(expected.bad_lines)
