@@ -12,13 +12,14 @@ LOCAL_INSTANCE := $(CURDIR)/data/dagster
 export DAGSTER_HOME ?= $(LOCAL_INSTANCE)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test dev engine land latency materialize clean-data help chaos
+.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos
 
 help:
 	@echo "make demo        - land a sample batch, materialize every asset, print a summary"
 	@echo "make test        - run the test suite (PYTEST_ARGS='-m \"not slow\"' for the quick part)"
 	@echo "make dev         - start the Spark Connect engine, the Dagster UI and daemon on http://127.0.0.1:\$$DAGSTER_PORT (3000)"
 	@echo "make engine      - run the Spark Connect engine in the foreground (then export SPARK_REMOTE=sc://127.0.0.1:15002)"
+	@echo "make kafka       - run a Kafka broker in the foreground on 127.0.0.1:\$$LAKEHOUSE_KAFKA_PORT (9092); make dev KAFKA=1 starts one too"
 	@echo "make land        - drop a new generated batch into the landing zone"
 	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
 	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
@@ -78,6 +79,7 @@ $(STAMP): pyproject.toml
 .PHONY: jars
 jars: $(STAMP)
 	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.jars import main; sys.exit(main())'
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.brokers.kafka_broker import setup; sys.exit(setup())'
 
 # The Spark driver's class archive (lakehouse_assets/lib/spark/class_archive.py): one training run
 # of the demo (lakehouse_assets/tools/archive_training.py), once. Not written (the JVM refused):
@@ -108,17 +110,31 @@ land: setup
 engine: setup
 	@SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m lakehouse_assets.lib.spark.engine
 
+# A single-node Kafka broker (KRaft) in the foreground, data under $(LAKEHOUSE_ROOT)/kafka; runs
+# read it with LAKEHOUSE_KAFKA_BOOTSTRAP=127.0.0.1:9092 (bronze_events' flow from topic events).
+kafka: setup
+	@$(BIN)/python -m lakehouse_assets.lib.brokers.kafka_broker
+
 # Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
 # logs and cursors are kept in DAGSTER_HOME (data/dagster) and survive a restart.
 # Every run is a client of the Spark Connect engine started here first (or of the one SPARK_REMOTE
 # names); ENGINE=0 runs each in its own embedded Spark instead. The services log warnings and
 # errors only (idle, the daemon's INFO lines are ~100 a minute); DAGSTER_LOG_LEVEL=info for all.
+# KAFKA=1 starts a Kafka broker too (make kafka) and points every run and sensor at it.
 dev: setup
-	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; \
+	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; pids=""; \
+	trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null' EXIT; \
+	if [ "$${KAFKA:-0}" = 1 ]; then \
+	  kport=$${LAKEHOUSE_KAFKA_PORT:-9092}; \
+	  $(BIN)/python -m lakehouse_assets.lib.brokers.kafka_broker & pids="$$pids $$!"; \
+	  until (exec 3<>/dev/tcp/127.0.0.1/$$kport) 2>/dev/null; do \
+	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: the Kafka broker did not start" >&2; exit 1; }; sleep 1; \
+	  done; \
+	  export LAKEHOUSE_KAFKA_BOOTSTRAP=127.0.0.1:$$kport; \
+	fi; \
 	if [ "$${ENGINE:-1}" != 0 ] && [ -z "$${SPARK_REMOTE:-}" ]; then \
 	  port=$${LAKEHOUSE_ENGINE_PORT:-15002}; \
-	  $(BIN)/python -m lakehouse_assets.lib.spark.engine --port $$port & engine=$$!; \
-	  trap 'kill $$engine 2>/dev/null; wait $$engine 2>/dev/null' EXIT; \
+	  $(BIN)/python -m lakehouse_assets.lib.spark.engine --port $$port & engine=$$!; pids="$$pids $$engine"; \
 	  until (exec 3<>/dev/tcp/127.0.0.1/$$port) 2>/dev/null; do \
 	    kill -0 $$engine 2>/dev/null || { echo "dev: the Spark Connect engine did not start" >&2; exit 1; }; sleep 1; \
 	  done; \

@@ -181,6 +181,21 @@ class KafkaBroker:
         self.stop()
 
 
+def setup() -> int:
+    """``make setup``: the broker's jars into the per-user cache, once per machine."""
+    import sys
+
+    if (broker_jar_dir() / "MANIFEST").exists():
+        return 0
+    print(f"setup: resolving Apache Kafka {KAFKA_VERSION} (the local broker) from Maven Central", flush=True)
+    try:
+        broker_jars(resolve=True)
+    except BrokerError as error:
+        print(f"Setup failed: {error}; check the network or proxy and run make again.", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main() -> int:
     """``make kafka``: a broker in the foreground on ``LAKEHOUSE_KAFKA_PORT`` until Ctrl-C, its
     data under ``$LAKEHOUSE_ROOT/kafka``."""
