@@ -236,6 +236,17 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
                 "",
             ]
             lines += latency_parts(lat)
+            kafka = lat.get("kafka")
+            if kafka:
+                lines += [
+                    "The same server with a Kafka broker, one purchase event produced to topic `events` per drop (the "
+                    "Kafka sensor launches `ingest_kafka_events`; latency from the broker's acknowledgement): per drop "
+                    f"{', '.join(f'{v:.1f}' for v in kafka['drops_s'])} s → p50 {_s(kafka['p50_s'])}, p95 {_s(kafka['p95_s'])}. "
+                    "Files above were measured on this server too (a broker configured: each bronze_events run also "
+                    "asks the broker for the topic's offsets).",
+                    "",
+                ]
+                lines += latency_parts(kafka)
         else:
             lines += [f"The latency script did not finish: ```{lat.get('tail', '')}```", ""]
     st = r.get("state", {})

@@ -16,6 +16,10 @@ compared with its answer, and the rows lost and duplicated are tallied:
 ``--jobs N`` runs N such lanes (each its own subject and reference root) side by side: a kill
 costs wall-clock time, not CPU, so lanes multiply the kills an hour gives.
 
+``--kafka`` starts a Kafka broker per lane: each round also produces generated events (bad values
+and re-deliveries included) to its topic ``events`` (3 partitions), which ``bronze_events`` reads
+as its second flow in the subject and the reference alike, and the tally counts every message.
+
 ``--engine`` makes every subject run a client of a Spark Connect engine the lane starts (what
 ``make dev`` does), and aims a share of the kills (``--engine-share``) at the engine instead of
 the run: the engine and its Python workers are SIGKILLed mid-run and restarted, the run fails,
@@ -30,13 +34,16 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.generate import Generator, GeneratorOptions, generate
+from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker
+from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets.lib.spark.session import get_spark
@@ -50,16 +57,23 @@ def _read(spark: SparkSession, root: Path, table: str):
     return spark.read.format("delta").load(str(root / "tables" / table))
 
 
-def independent_tally(root: Path, spark: SparkSession) -> dict[str, tuple[int, int]]:
+def _source(value: str) -> str:
+    return value if value.startswith("kafka://") else Path(value).name
+
+
+def independent_tally(root: Path, spark: SparkSession, messages: list[tuple[str | None, str]]) -> dict[str, tuple[int, int]]:
     """(lost, duplicated) rows against the answers computed in plain Python."""
-    expected = ExpectedEvents(root)
+    expected = ExpectedEvents(root, messages)
+    per_source = Counter(expected.lines_per_file)
+    per_source.update(r["_file"] for r in expected.bronze if r["_file"].startswith("kafka://"))
+    per_source.update(uri for _, uri in expected.bad_lines if uri.startswith("kafka://"))
     result: dict[str, tuple[int, int]] = {}
-    stored = Counter(Path(r[0]).name for r in _read(spark, root, "bronze_events").select("_source_file").collect())
+    stored = Counter(_source(r[0]) for r in _read(spark, root, "bronze_events").select("_source_file").collect())
     stored += Counter(
-        Path(r[0]).name for r in _read(spark, root, "bronze_events_quarantine").select("_source_file").collect()
+        _source(r[0]) for r in _read(spark, root, "bronze_events_quarantine").select("_source_file").collect()
     )
-    lost = sum(max(0, n - stored[f]) for f, n in expected.lines_per_file.items())
-    dup = sum(max(0, stored[f] - n) for f, n in expected.lines_per_file.items())
+    lost = sum(max(0, n - stored[f]) for f, n in per_source.items())
+    dup = sum(max(0, stored[f] - per_source[f]) for f in stored)
     result["bronze_events + quarantine (plain Python)"] = (lost, dup)
     silver = Counter(r[0] for r in _read(spark, root, "silver_events").select("event_id").collect())
     result["silver_events (plain Python)"] = (
@@ -87,6 +101,8 @@ class Lane:
     work: Path
     rng: random.Random
     engine: Engine | None = None
+    broker: KafkaBroker | None = None
+    messages: list[tuple[str | None, str]] = field(default_factory=list)
     kills: int = 0
     engine_kills: int = 0
     attempts: int = 0
@@ -102,9 +118,15 @@ class Lane:
             options = GeneratorOptions(files=2, rows=200, seed=seed, start=start, duplicate=0.1, late=0.2)
             files = generate(LakehousePaths(str(subject / "lakehouse")), options)
             mirror_landing(files, subject / "lakehouse", reference / "lakehouse")
+            if self.broker:
+                # Another seed: other events than the files' (a shared event_id is a re-delivery).
+                lines: list[str | None] = list(Generator(replace(options, seed=seed + 500_000)).event_lines(options.rows))
+                self.messages += zip(lines, produce_lines(self.broker.bootstrap, "events", lines, partitions=3))
             # The clean run needs nothing from the subject: it runs while the kills go on.
             clean: list[Outcome] = []
-            clean_run = threading.Thread(target=lambda: clean.append(materialize_in_child(reference, args.select)))
+            clean_run = threading.Thread(
+                target=lambda: clean.append(materialize_in_child(reference, args.select, env=self.kafka_env))
+            )
             clean_run.start()
             for _ in range(args.kills_per_round):
                 self.attempts += 1
@@ -116,7 +138,7 @@ class Lane:
                     raise RuntimeError(f"lane {self.index} round {self.rounds}: {what} failed:\n{outcome.output}")
             with tally_lock:
                 spark.catalog.clearCache()
-                tally = independent_tally(subject / "lakehouse", spark)
+                tally = independent_tally(subject / "lakehouse", spark, self.messages)
                 tally |= {
                     f"{t} (clean run)": v
                     for t, v in lost_and_duplicated(spark, subject / "lakehouse", reference / "lakehouse").items()
@@ -132,8 +154,12 @@ class Lane:
             )
 
     @property
-    def remote(self) -> dict[str, str] | None:
-        return {"SPARK_REMOTE": self.engine.url} if self.engine else None
+    def kafka_env(self) -> dict[str, str]:
+        return {"LAKEHOUSE_KAFKA_BOOTSTRAP": self.broker.bootstrap} if self.broker else {}
+
+    @property
+    def remote(self) -> dict[str, str]:
+        return {**self.kafka_env, **({"SPARK_REMOTE": self.engine.url} if self.engine else {})}
 
     def attempt(self, args: argparse.Namespace, subject: Path) -> bool:
         """One subject run killed at a random instant: the run, or (``--engine``) its engine."""
@@ -170,6 +196,7 @@ def main() -> None:
         "--jobs", type=int, default=1, help="independent lanes (data roots) killed side by side; kills are wall-clock"
     )
     parser.add_argument("--engine", action="store_true", help="runs are clients of a Spark Connect engine per lane")
+    parser.add_argument("--kafka", action="store_true", help="a Kafka broker per lane; events also arrive through topic events")
     parser.add_argument("--engine-share", type=float, default=0.5, help="with --engine: share of kills aimed at the engine")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", help="keep the data roots here (default: a new temporary folder)")
@@ -190,6 +217,11 @@ def main() -> None:
 
     def run_lane(lane: Lane) -> None:
         try:
+            if args.kafka:
+                lane.broker = KafkaBroker(lane.work / "kafka").start()
+                admin = KafkaAdminClient(bootstrap_servers=lane.broker.bootstrap)
+                admin.create_topics([NewTopic("events", 3, 1)])
+                admin.close()
             if args.engine:
                 with open(lane.work / "engine.log", "ab") as log, Engine(free_port(), log=log) as lane.engine:
                     lane.run(args, quota, spark, tally_lock)
@@ -197,6 +229,9 @@ def main() -> None:
                 lane.run(args, quota, spark, tally_lock)
         except Exception as error:  # noqa: BLE001 - reported with the tally, other lanes go on
             failures.append(f"lane {lane.index}: {error}")
+        finally:
+            if lane.broker:
+                lane.broker.stop()
 
     threads = [threading.Thread(target=run_lane, args=(lane,)) for lane in lanes]
     for thread in threads:

@@ -11,6 +11,10 @@ every drop, then p50 and p95.
 
 * ``--url``: a running ``dagster dev`` (default ``http://127.0.0.1:$DAGSTER_PORT``, port 3000).
   Its data root must be this script's (``$LAKEHOUSE_ROOT``, default ``data/``).
+* ``--kafka``: instead of files, produce one purchase event per drop to Kafka topic ``events``
+  (a broker the script starts, or ``$LAKEHOUSE_KAFKA_BOOTSTRAP`` with a running ``make dev
+  KAFKA=1``); the Kafka sensor does the rest. The latency is the gold commit minus the broker's
+  acknowledgement of the message.
 * If nothing answers there, the script starts ``dagster dev`` itself on a free port, with the
   repository's instance (or, with ``--isolated``, a temporary instance and data root, so it
   disturbs nothing), and stops it at the end. Like ``make dev`` it starts the Spark Connect
@@ -32,7 +36,13 @@ import requests
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import json  # noqa: E402
+import uuid  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
+from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker  # noqa: E402
+from lakehouse_assets.lib.brokers.kafka_produce import produce_lines  # noqa: E402
 from lakehouse_assets.lib.settings import LakehousePaths  # noqa: E402
 from lakehouse_assets.tools.devserver import DagsterDev, delta_versions  # noqa: E402
 
@@ -71,6 +81,16 @@ def reachable(url: str) -> bool:
 def drop_file(paths: LakehousePaths, seed: int, rows: int) -> tuple[Path, float]:
     (landed,) = generate(paths, GeneratorOptions(files=1, rows=rows, late=0.0, gzip=0.0, seed=seed), ["events"])
     return landed, landed.stat().st_ctime  # arrival = the rename into place
+
+
+def produce_purchase(servers: str) -> tuple[str, float]:
+    """One valid purchase event to topic ``events``; its ``kafka://`` URI and acknowledgement time."""
+    event = {
+        "event_id": str(uuid.uuid4()), "event_time": datetime.now(UTC).isoformat(), "user_id": "c00001",
+        "event_type": "purchase", "product_id": "p0001", "category": "books", "amount": 12.5,
+    }  # fmt: skip
+    (uri,) = produce_lines(servers, "events", [json.dumps(event)])
+    return uri, time.time()
 
 
 def wait_for_gold(paths: LakehousePaths, after_version: int, timeout: float) -> tuple[int, float]:
@@ -146,22 +166,28 @@ def median_parts(parts: list[dict[str, float]]) -> dict[str, float]:
 
 
 def measure(
-    server, paths: LakehousePaths, drops: int, rows: int, timeout: float, parts: list[dict] | None = None
+    server, paths: LakehousePaths, drops: int, rows: int, timeout: float, parts: list[dict] | None = None,
+    kafka: str | None = None,
 ) -> list[float]:
-    """Latency of each of ``drops`` drops; ``parts`` (if given) gets each drop's :func:`breakdown`."""
+    """Latency of each of ``drops`` drops (files, or with ``kafka`` one message each); ``parts``
+    (if given) gets each drop's :func:`breakdown`."""
     warm_up(server, paths, rows, timeout)
     latencies = []
     for i in range(drops):
         server.wait_idle(timeout, quiet=1)
         before = current_version(paths)
-        landed, arrived = drop_file(paths, seed=int(time.time() * 1000) % 2**31 + i, rows=rows)
+        if kafka:
+            name, arrived = produce_purchase(kafka)
+        else:
+            landed, arrived = drop_file(paths, seed=int(time.time() * 1000) % 2**31 + i, rows=rows)
+            name = landed.name
         version, committed = wait_for_gold(paths, before, timeout)
         latency = committed - arrived
         latencies.append(latency)
-        print(f"drop {i + 1:2d}/{drops}: {landed.name} -> {GOLD} v{version} after {latency:6.1f}s", flush=True)
+        print(f"drop {i + 1:2d}/{drops}: {name} -> {GOLD} v{version} after {latency:6.1f}s", flush=True)
         if parts is not None:
             server.wait_idle(timeout)  # the run's events are complete
-            split = breakdown(server, arrived, committed)
+            split = breakdown(server, arrived, committed, job="ingest_kafka_events" if kafka else "ingest_events")
             parts.append(split or {})
             if split:
                 print("         " + ", ".join(f"{k} {v:.1f}s" for k, v in split.items()), flush=True)
@@ -178,11 +204,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--embedded-spark", action="store_true", help="when starting dagster dev: no Spark Connect engine (a JVM per run)"
     )
+    parser.add_argument("--kafka", action="store_true", help="one message per drop to Kafka topic events, not a file")
     args = parser.parse_args(argv)
     if args.drops < 1:
         parser.error("--drops must be at least 1")
 
-    tmp = None
+    tmp, broker = None, None
+    kafka = os.environ.get("LAKEHOUSE_KAFKA_BOOTSTRAP") if args.kafka else None
+    if args.kafka and not (kafka and not args.isolated and reachable(args.url)):
+        broker = KafkaBroker(Path(tempfile.mkdtemp(prefix="lakehouse-latency-kafka-"))).start()
+        kafka = broker.bootstrap
+        print(f"started a Kafka broker on {kafka}", flush=True)
+    extra_env = {"LAKEHOUSE_KAFKA_BOOTSTRAP": kafka} if kafka else {}
     if not args.isolated and reachable(args.url):
         paths = LakehousePaths.from_env()
         print(f"using the running dagster dev at {args.url}, data root {paths.root}", flush=True)
@@ -191,24 +224,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.isolated:
             tmp = tempfile.TemporaryDirectory(prefix="lakehouse-latency-")
             paths = LakehousePaths(f"{tmp.name}/data")
-            started = DagsterDev(root=paths.root, isolated=True, engine=not args.embedded_spark)
+            started = DagsterDev(root=paths.root, isolated=True, engine=not args.embedded_spark, env=extra_env)
         else:
             paths = LakehousePaths.from_env()
-            started = DagsterDev(root=paths.root, engine=not args.embedded_spark)
+            started = DagsterDev(root=paths.root, engine=not args.embedded_spark, env=extra_env)
         print(f"starting dagster dev on {started.url} (data root {paths.root}) ...", flush=True)
         started.start()
         server = started
     parts: list[dict] = []
     try:
-        latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts)
+        latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts, kafka)
     finally:
         if started:
             started.stop()
+        if broker:
+            broker.stop()
         if tmp:
             tmp.cleanup()
     p50, p95 = percentile(latencies, 0.50), percentile(latencies, 0.95)
     print(
-        f"\nlanding -> {GOLD} latency over {len(latencies)} drops: "
+        f"\n{'Kafka message' if kafka else 'landing'} -> {GOLD} latency over {len(latencies)} drops: "
         f"p50 {p50:.1f}s, p95 {p95:.1f}s (min {min(latencies):.1f}s, max {max(latencies):.1f}s, "
         f"mean {statistics.fmean(latencies):.1f}s)"
     )

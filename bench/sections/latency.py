@@ -1,4 +1,5 @@
-"""Section 5: landing-to-gold latency under ``dagster dev`` (``scripts/measure_latency.py``)."""
+"""Section 5: landing-to-gold and Kafka-to-gold latency under ``dagster dev``
+(``scripts/measure_latency.py``), on one server with a Kafka broker configured."""
 
 from __future__ import annotations
 
@@ -25,22 +26,37 @@ def _latency_script():
 LATENCY_TIMEOUT = float(os.environ.get("BENCH_LATENCY_TIMEOUT", "600"))
 
 
+class LatencyServer:
+    """``dagster dev`` with its engine (as ``make dev KAFKA=1`` starts them) and a Kafka broker."""
+
+    def __init__(self, dev, broker) -> None:
+        self.dev, self.broker = dev, broker
+
+    def stop(self) -> None:
+        self.dev.stop()
+        self.broker.stop()
+
+
 def latency_server(workdir: Path) -> tuple:
-    """A temporary ``dagster dev`` with the Spark Connect engine, as ``make dev`` starts it, on its own
-    instance and data root, with a first file landed so every table exists (not measured)."""
+    """A temporary ``dagster dev`` with the Spark Connect engine and a Kafka broker, as ``make dev
+    KAFKA=1`` starts them, on its own instance and data root, with a first file landed so every
+    table exists (not measured)."""
+    from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker
     from lakehouse_assets.lib.settings import LakehousePaths
     from lakehouse_assets.tools.devserver import DagsterDev
 
     paths = LakehousePaths(str(workdir / "latency" / "data"))
-    server = DagsterDev(root=paths.root, isolated=True, engine=True)
-    log(f"5. latency: starting dagster dev on {server.url} (data root {paths.root})")
-    server.start()
+    broker = KafkaBroker(workdir / "latency" / "kafka").start()
+    server = DagsterDev(root=paths.root, isolated=True, engine=True, env={"LAKEHOUSE_KAFKA_BOOTSTRAP": broker.bootstrap})
+    log(f"5. latency: starting dagster dev on {server.url} (data root {paths.root}, Kafka {broker.bootstrap})")
     try:
+        server.start()
         _latency_script().warm_up(server, paths, 200, LATENCY_TIMEOUT)
     except BaseException:
         server.stop()
+        broker.stop()
         raise
-    return server, paths
+    return LatencyServer(server, broker), paths
 
 
 def tree_cpu(server) -> float:
@@ -60,18 +76,26 @@ def tree_cpu(server) -> float:
     return round(total, 1)
 
 
-def bench_latency(cfg: Config, server, paths) -> dict:
-    """``scripts/measure_latency.py``'s drops against the server prepared by :func:`latency_server`."""
+def bench_latency(cfg: Config, server: LatencyServer, paths) -> dict:
+    """``scripts/measure_latency.py``'s drops against the server prepared by :func:`latency_server`:
+    landed files (the landing sensor), then one Kafka message per drop (the Kafka sensor)."""
     script = _latency_script()
-    log(f"5. latency: {cfg.drops} drops, the landing sensor launching every run")
     t = time.monotonic()
     parts: list[dict] = []
+    kafka_parts: list[dict] = []
     try:
-        drops = script.measure(server, paths, cfg.drops, 200, LATENCY_TIMEOUT, parts)
+        log(f"5. latency: {cfg.drops} drops, the landing sensor launching every run")
+        drops = script.measure(server.dev, paths, cfg.drops, 200, LATENCY_TIMEOUT, parts)
+        log(f"5. latency: {cfg.drops} Kafka messages, the Kafka sensor launching every run")
+        messages = script.measure(server.dev, paths, cfg.drops, 200, LATENCY_TIMEOUT, kafka_parts, server.broker.bootstrap)
     finally:
         server.stop()
     return {
         "ok": True, "drops_s": drops, "wall_s": round(time.monotonic() - t, 1),
         "p50_s": script.percentile(drops, 0.5), "p95_s": script.percentile(drops, 0.95), "tail": "",
         "parts_median_s": script.median_parts(parts), "parts_drops": sum(1 for p in parts if p),
+        "kafka": {
+            "drops_s": messages, "p50_s": script.percentile(messages, 0.5), "p95_s": script.percentile(messages, 0.95),
+            "parts_median_s": script.median_parts(kafka_parts), "parts_drops": sum(1 for p in kafka_parts if p),
+        },
     }  # fmt: skip

@@ -56,7 +56,7 @@ def prepare(cfg: Config, workdir: Path, sections: set[str], parallel: int, pair:
         results.setdefault("section_s", {})["preparation"] = round(time.monotonic() - prepare_t, 1)
         results["preparation_cpu_s"] = {
             "history process": history.gate.cpu_when_ready if history else None,
-            "latency server": tree_cpu(dev.result()[0]) if dev and not dev.exception() else None,
+            "latency server": tree_cpu(dev.result()[0].dev) if dev and not dev.exception() else None,
         }  # fmt: skip
         log(f"preparation: {results['section_s']['preparation']:.0f}s; CPU-s of the waiting processes: "
             f"{results['preparation_cpu_s']}")

@@ -20,7 +20,7 @@ from lakehouse_assets.definitions import TABLES
 
 # Columns that legitimately differ between two correct runs: when a row was ingested.
 VOLATILE = {"_ingested_at"}
-ALL_TABLES = [name for table in TABLES for name in table.outputs]
+ALL_TABLES = [name for table in TABLES for name in table.delta_outputs]
 
 
 def mirror_landing(files: list[Path], subject_root: Path, reference_root: Path) -> None:

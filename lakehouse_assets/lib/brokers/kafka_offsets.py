@@ -18,8 +18,9 @@ from lakehouse_assets.lib.declare.inputs import KafkaInput
 
 Partition = tuple[str, int]
 
-# Consumer options kafka-python understands as well as Java's client; anything else (a JAAS
-# file, Java key stores) only Spark's consumer can use, so the checks that need a client skip.
+# Connection options kafka-python understands as well as Java's client. Any other SASL or SSL
+# option (a JAAS line, Java key stores) only Spark's consumer can use, so the checks that need a
+# client step aside; other consumer options (isolation.level, ...) do not change who may connect.
 _CLIENT_OPTIONS = {
     "kafka.security.protocol": "security_protocol",
     "kafka.sasl.mechanism": "sasl_mechanism",
@@ -42,10 +43,9 @@ class TopicOffsets:
 def client_options(options: dict[str, str]) -> dict[str, str] | None:
     """kafka-python's options for Spark's Kafka ``options``; None when some option only the Java
     client understands."""
-    consumer = {k: v for k, v in options.items() if k.startswith("kafka.")}
-    if any(k not in _CLIENT_OPTIONS for k in consumer):
+    if any(k.startswith(("kafka.sasl.", "kafka.ssl.")) and k not in _CLIENT_OPTIONS for k in options):
         return None
-    return {_CLIENT_OPTIONS[k]: v for k, v in consumer.items()}
+    return {_CLIENT_OPTIONS[k]: v for k, v in options.items() if k in _CLIENT_OPTIONS}
 
 
 def _consumer(servers: str, timeout_s: float, options: dict[str, str]) -> KafkaConsumer:
