@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.generate import Generator, GeneratorOptions, generate
-from lakehouse_assets.lib import kafka, streaming_table
+from lakehouse_assets.lib import append_flow, kafka, landing, streaming_table
 from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker, free_port
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.engine.errors import LakehouseError
@@ -171,6 +171,11 @@ def kafka_lines(lines: DataFrame) -> DataFrame:
     return lines.select("value", "_source_file", "_kafka_partition", "_kafka_offset")
 
 
+@streaming_table(group="test", inputs={"lines": landing("notes")}, flows=[append_flow("kafka", inputs={"lines": kafka("not_yet")})])
+def notes(lines: DataFrame) -> DataFrame:
+    return lines.select("value", "_source_file")
+
+
 def values(spark: SparkSession, paths: LakehousePaths) -> list[str]:
     return sorted(r.value for r in spark.read.format("delta").load(paths.table("kafka_lines")).collect())
 
@@ -186,6 +191,12 @@ def test_unreachable_broker_and_missing_topic_fail_fast_with_one_sentence(
     monkeypatch.setenv("LAKEHOUSE_KAFKA_BOOTSTRAP", broker.bootstrap)
     with pytest.raises(LakehouseError, match=f"kafka_lines: Kafka topic retained does not exist yet on {broker.bootstrap}"):
         run_table(spark, paths, kafka_lines)
+    # A further flow whose topic nobody has produced to yet does not hold up the table's files.
+    (tmp_path / "landing" / "notes").mkdir(parents=True)
+    (tmp_path / "landing" / "notes" / "a.txt").write_text("one\ntwo\n")
+    report = run_table(spark, paths, notes)
+    assert report.rows_written == 2
+    assert any("notes (flow kafka): skipped: Kafka topic not_yet does not exist yet" in w for w in report.warnings), report.warnings
     monkeypatch.delenv("LAKEHOUSE_KAFKA_BOOTSTRAP")
     with pytest.raises(LakehouseError, match="kafka_lines reads Kafka .retained. but no broker is configured"):
         run_table(spark, paths, kafka_lines)

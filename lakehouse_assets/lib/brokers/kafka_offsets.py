@@ -32,6 +32,10 @@ class KafkaProblem(Exception):
     """The topic cannot be read as declared; the message is one sentence with the fix."""
 
 
+class TopicMissing(KafkaProblem):
+    """No subscribed topic exists yet (the brokers answer)."""
+
+
 @dataclass(frozen=True)
 class TopicOffsets:
     """Per partition of the subscribed topics: the first offset still held and the next one."""
@@ -83,11 +87,11 @@ def topic_offsets(source: KafkaInput, servers: str, timeout_s: float = 10.0) -> 
         )
         missing = [t for t in source.topics if t not in existing]
         if missing:
-            raise KafkaProblem(
+            raise TopicMissing(
                 f"Kafka topic {', '.join(missing)} does not exist yet on {servers}: produce to it or create it first"
             )
         if not wanted:
-            raise KafkaProblem(f"no Kafka topic on {servers} matches the pattern {source.pattern!r} yet")
+            raise TopicMissing(f"no Kafka topic on {servers} matches the pattern {source.pattern!r} yet")
         partitions = [TopicPartition(t, p) for t in wanted for p in sorted(consumer.partitions_for_topic(t) or [])]
         beginning = consumer.beginning_offsets(partitions)
         end = consumer.end_offsets(partitions)

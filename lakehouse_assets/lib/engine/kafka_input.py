@@ -18,6 +18,7 @@ from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.engine.errors import LakehouseError
 from lakehouse_assets.lib.brokers.kafka_offsets import (
     KafkaProblem,
+    TopicMissing,
     check_reachable,
     client_options,
     committed_offsets,
@@ -26,6 +27,11 @@ from lakehouse_assets.lib.brokers.kafka_offsets import (
     topic_offsets,
 )
 from lakehouse_assets.lib.settings import LakehousePaths, current
+
+
+class FlowSkipped(LakehouseError):
+    """A further flow (``append_flow``) cannot run yet and is passed over; the table's other
+    flows run. The message says why."""
 
 
 def kafka_servers(source: KafkaInput | KafkaSink) -> str:
@@ -98,6 +104,8 @@ def check_kafka_inputs(paths: LakehousePaths, table: StreamingTable, log: Callab
 
     :raises LakehouseError: brokers unreachable, a topic missing, or messages removed before
         they were read (unless the input sets ``failOnDataLoss`` to false).
+    :raises FlowSkipped: a further flow's topic does not exist yet (its table's own flow, files
+        say, must not wait for a topic nobody has produced to).
     """
     sources = [i for i in table.inputs.values() if isinstance(i, KafkaInput)]
     if not sources:
@@ -107,6 +115,10 @@ def check_kafka_inputs(paths: LakehousePaths, table: StreamingTable, log: Callab
     for source in sources:
         try:
             offsets = topic_offsets(source, require_servers(source, table))
+        except TopicMissing as problem:
+            if table.flow is None:
+                raise LakehouseError(f"{table.name}: {problem}") from None
+            raise FlowSkipped(f"{table.name} (flow {table.flow}): skipped: {problem}") from None
         except KafkaProblem as problem:
             raise LakehouseError(f"{table.name}: {problem}") from None
         if offsets is None:

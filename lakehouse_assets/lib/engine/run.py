@@ -16,7 +16,7 @@ from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
 from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, guard_checkpoint, query_checkpoint
 from lakehouse_assets.lib.engine.idle import idle_input
-from lakehouse_assets.lib.engine.kafka_input import check_kafka_inputs, kafka_servers, with_sink_brokers
+from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import run_query
@@ -97,7 +97,11 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, 
         flow = with_sink_brokers(flow)
     guard_checkpoint(spark, paths, flow)
     report.warnings += _landing_warnings(paths, flow)
-    idle = idle_input(spark, paths, flow) or check_kafka_inputs(paths, flow, log)
+    try:
+        idle = idle_input(spark, paths, flow) or check_kafka_inputs(paths, flow, log)
+    except FlowSkipped as skipped:
+        report.warnings.append(str(skipped))
+        return
     if idle:
         # Starting the query would only read the checkpoint and find nothing new.
         log(f"{name}: nothing new in {idle} since the last run; query not started")
