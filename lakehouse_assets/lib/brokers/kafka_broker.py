@@ -97,6 +97,16 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, as Kafka's own
+    ``Uuid.randomUuid`` makes them (never starting with ``-``, which the tool would take for an
+    option)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
+
+
 def server_properties(folder: Path, port: int, controller_port: int) -> str:
     return "\n".join([
         "process.roles=broker,controller",
@@ -149,11 +159,13 @@ class KafkaBroker:
         config.write_text(server_properties(self.folder, self.port, free_port()))
         (self.folder / "log4j.properties").write_text(LOG4J.format(log=self.folder / "server.log"))
         if not (self.folder / "data" / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            subprocess.run(
-                self._command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
-                check=True, capture_output=True,
+            formatted = subprocess.run(
+                self._command("kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(config)),
+                capture_output=True, text=True, check=False,
             )  # fmt: skip
+            if formatted.returncode != 0:
+                last = (formatted.stderr or formatted.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise BrokerError(f"formatting the broker's storage in {self.folder} failed: {last[0]}")
         out = open(self.folder / "console.log", "ab")  # noqa: SIM115 - the broker keeps writing to it
         self.process = subprocess.Popen(self._command("kafka.Kafka", str(config)), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
