@@ -35,7 +35,7 @@ from lakehouse_assets_tests.support.runs import assert_events_exact
 pytestmark = pytest.mark.slow
 START = datetime(2026, 3, 1, 9, tzinfo=UTC)
 # The events chain and the sink (not the other gold tables: they add time, not coverage).
-SELECTION = "bronze_events or bronze_events_quarantine or silver_events or silver_events_quarantine or gold_hourly_revenue or gold_hourly_revenue_changes"
+SELECTION = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue,gold_hourly_revenue_changes"
 Messages = list[tuple[str | None, str]]
 
 
