@@ -90,11 +90,10 @@ def _unconfigured_kafka(flow: StreamingTable) -> list[str]:
 
 def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, report: RunReport, log: Log) -> None:
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
-    if (flow.flow is not None or not flow.writes_delta) and _unconfigured_kafka(flow):
-        log(f"{name}: skipped: it uses Kafka ({', '.join(_unconfigured_kafka(flow))}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
+    unconfigured = _unconfigured_kafka(flow) if flow.flow is not None or not flow.writes_delta else []
+    if unconfigured:
+        log(f"{name}: skipped: it uses Kafka ({', '.join(unconfigured)}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
         return
-    if isinstance(flow.sink, KafkaSink):
-        flow = with_sink_brokers(flow)
     guard_checkpoint(spark, paths, flow)
     report.warnings += _landing_warnings(paths, flow)
     try:
@@ -106,6 +105,8 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, 
         # Starting the query would only read the checkpoint and find nothing new.
         log(f"{name}: nothing new in {idle} since the last run; query not started")
         return
+    if isinstance(flow.sink, KafkaSink):
+        flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
     inputs = read_inputs(spark, paths, flow, log)
     ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
