@@ -141,6 +141,13 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
+def user_cache(environ: Mapping[str, str] | None = None) -> Path:
+    """The per-user cache folder of this project's downloads (``$XDG_CACHE_HOME`` or
+    ``~/.cache``, then ``lakehouse_assets``), shared by every clone on the machine."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakehouse_assets"
+
+
 class RootUnusable(ValueError):
     """The data root cannot be used; the message is one sentence for the terminal."""
 

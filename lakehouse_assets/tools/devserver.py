@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,16 +22,11 @@ from typing import Any
 
 import requests
 
+from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.lib.spark.engine import Engine
 
 IN_FLIGHT = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def isolated_home(home: Path) -> Path:

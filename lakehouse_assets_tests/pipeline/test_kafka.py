@@ -22,7 +22,8 @@ from pyspark.sql import functions as F
 from lakehouse_assets.definitions import defs
 from lakehouse_assets.generate import Generator, GeneratorOptions, generate
 from lakehouse_assets.lib import append_flow, kafka, landing, streaming_table
-from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker, free_port
+from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker
+from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.engine.errors import LakehouseError
 from lakehouse_assets.lib.engine.run import run_table

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import base64
 import os
-import socket
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
 import pyspark
+
+from lakehouse_assets.lib.ports import free_port, serving
+from lakehouse_assets.lib.settings import user_cache
 
 KAFKA_VERSION = "3.9.2"
 BROKER_MODULES = [
@@ -40,8 +42,7 @@ class BrokerError(RuntimeError):
 
 
 def broker_jar_dir() -> Path:
-    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return user_cache / "lakehouse_assets" / "kafka-broker" / KAFKA_VERSION
+    return user_cache() / "kafka-broker" / KAFKA_VERSION
 
 
 def _ivy_module() -> str:
@@ -83,18 +84,6 @@ def _resolve(target: Path, log: Path) -> None:
     if target.exists():
         return  # another setup finished first
     staging.rename(target)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def cluster_id() -> str:
@@ -152,7 +141,7 @@ class KafkaBroker:
         return ["java", f"-Xmx{self.heap}", "-XX:+UseSerialGC", log4j, "-cp", class_path, main, *args]
 
     def start(self, timeout_s: float = 60.0) -> KafkaBroker:
-        if _listening(self.port):
+        if serving(self.port):
             raise BrokerError(f"port {self.port} on 127.0.0.1 is taken: stop what listens there or set LAKEHOUSE_KAFKA_PORT")
         self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "server.properties"
@@ -169,7 +158,7 @@ class KafkaBroker:
         out = open(self.folder / "console.log", "ab")  # noqa: SIM115 - the broker keeps writing to it
         self.process = subprocess.Popen(self._command("kafka.Kafka", str(config)), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
-        while not _listening(self.port):
+        while not serving(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise BrokerError(f"the Kafka broker did not start on {self.bootstrap} (see {self.folder / 'server.log'})")

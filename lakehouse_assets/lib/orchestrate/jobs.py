@@ -57,9 +57,14 @@ def fed_by(tables: Sequence[StreamingTable], source: str) -> list[StreamingTable
     return downstream_of(tables, [t for t in tables if source in t.landing_sources])
 
 
+def asset_keys(tables: Sequence[StreamingTable]) -> list[dg.AssetKey]:
+    """The asset keys of the tables, each with its quarantine table."""
+    return [dg.AssetKey(key) for t in tables for key in t.outputs]
+
+
 def source_selection(tables: Sequence[StreamingTable], source: str) -> dg.AssetSelection:
     """The tables fed by ``source`` (:func:`fed_by`), with their quarantine tables and checks."""
-    return dg.AssetSelection.assets(*[key for t in fed_by(tables, source) for key in t.outputs])
+    return dg.AssetSelection.assets(*asset_keys(fed_by(tables, source)))
 
 
 def ingest_job_name(source: str) -> str:
@@ -100,7 +105,7 @@ def build_kafka_jobs(tables: Sequence[StreamingTable]) -> dict[str, "UnresolvedA
     return {
         subscription: dg.define_asset_job(
             name=kafka_job_name(subscription),
-            selection=dg.AssetSelection.assets(*[k for t in downstream_of(tables, readers) for k in t.outputs]),
+            selection=dg.AssetSelection.assets(*asset_keys(downstream_of(tables, readers))),
             description=(
                 f"Ingest new messages of Kafka {subscription} into {', '.join(t.name for t in readers)} "
                 "and refresh the tables that stream from them (trigger availableNow)."

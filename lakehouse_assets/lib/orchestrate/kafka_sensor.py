@@ -23,7 +23,7 @@ from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.kafka_input import committed_position, kafka_servers
 from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG, kafka_job_name
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
-from lakehouse_assets.lib.orchestrate.sensors import IN_FLIGHT
+from lakehouse_assets.lib.orchestrate.sensors import in_flight_run
 from lakehouse_assets.lib.settings import current
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
@@ -76,11 +76,11 @@ def build_kafka_sensor(
             ends.append(sorted(offsets.end.items()))
         if waiting == 0:
             return dg.SkipReason(f"No new messages in Kafka {subscription}: every reading table has committed its end offsets.")
-        runs = context.instance.get_runs(filters=dg.RunsFilter(tags={KAFKA_TAG: subscription}, statuses=IN_FLIGHT), limit=1)
-        if runs:
+        run = in_flight_run(context.instance, {KAFKA_TAG: subscription})
+        if run is not None:
             return dg.SkipReason(
-                f"{waiting} new message(s) waiting: run {runs[0].run_id[:8]} of {runs[0].job_name} is "
-                f"{runs[0].status.value}; it or the next run drains them."
+                f"{waiting} new message(s) waiting: run {run.run_id[:8]} of {run.job_name} is "
+                f"{run.status.value}; it or the next run drains them."
             )
         key = hashlib.sha256(repr(ends).encode()).hexdigest()[:16]
         context.log.info(f"{subscription}: requesting {job.name} for {waiting} new message(s)")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, fed_by, landing_sources
+from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, asset_keys, fed_by, landing_sources
 from lakehouse_assets.lib.orchestrate.maintenance import MAINTENANCE_TAG, maintenance_job_name
 from lakehouse_assets.lib.settings import current
 
@@ -58,9 +58,10 @@ def refresh_requests(tables: Sequence[StreamingTable], run_key: str) -> list[dg.
     for source in landing_sources(tables):
         fed = fed_by(tables, source)
         covered.update(t.name for t in fed)
-        keys = [dg.AssetKey(k) for t in fed for k in t.outputs]
-        requests.append(dg.RunRequest(run_key=f"{run_key}:{source}", asset_selection=keys, tags={SOURCE_TAG: source}))
-    rest = [dg.AssetKey(k) for t in tables if t.name not in covered for k in t.outputs]
+        requests.append(
+            dg.RunRequest(run_key=f"{run_key}:{source}", asset_selection=asset_keys(fed), tags={SOURCE_TAG: source})
+        )
+    rest = asset_keys([t for t in tables if t.name not in covered])
     if rest:
         requests.append(dg.RunRequest(run_key=f"{run_key}:other", asset_selection=rest))
     return requests

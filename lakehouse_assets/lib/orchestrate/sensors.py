@@ -85,8 +85,9 @@ def sensor_name(source: str) -> str:
     return f"landing_{source}_sensor"
 
 
-def _in_flight_run(instance: dg.DagsterInstance, source: str) -> dg.DagsterRun | None:
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={SOURCE_TAG: source}, statuses=IN_FLIGHT), limit=1)
+def in_flight_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.DagsterRun | None:
+    """A queued or going run with these tags, if any."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags=tags, statuses=IN_FLIGHT), limit=1)
     return runs[0] if runs else None
 
 
@@ -144,7 +145,7 @@ def build_landing_sensor(
             )
 
         what = described(result)
-        run = _in_flight_run(context.instance, source)
+        run = in_flight_run(context.instance, {SOURCE_TAG: source})
         if run is not None:
             return dg.SkipReason(
                 f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status.value}. "

@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import IO
 
+from lakehouse_assets.lib.ports import serving
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark.session import spark_conf
 
@@ -59,12 +59,6 @@ def engine_env() -> dict[str, str]:
         "LAKEHOUSE_ENGINE_WORKER": "1",
     }
     return env
-
-
-def serving(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex((host, port)) == 0
 
 
 class Engine:

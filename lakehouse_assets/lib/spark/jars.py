@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyspark
 
-from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
 
 DELTA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
@@ -36,9 +36,8 @@ def jar_cache_dir() -> Path:
     configured = current().jar_cache
     if configured:
         return Path(configured)
-    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(_manifest().encode()).hexdigest()[:12]
-    return user_cache / "lakehouse_assets" / "spark-jars" / key
+    return user_cache() / "spark-jars" / key
 
 
 def _manifest() -> str:
