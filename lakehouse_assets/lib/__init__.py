@@ -1,7 +1,8 @@
 """lakehouse_assets' framework: declarative streaming Delta tables as Dagster assets.
 
 Declare tables with :func:`streaming_table` in a package, collect them with
-:func:`collect_tables`, and build a code location with :func:`build_definitions`.
+:func:`collect_tables`, and build a code location with :func:`build_definitions`; or load a
+Spark Declarative Pipelines project unchanged with :func:`load_spark_pipeline`.
 """
 
 import importlib
@@ -28,7 +29,7 @@ from lakehouse_assets.lib.declare.flows import Flow, append_flow
 from lakehouse_assets.lib.declare.inputs import change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 from lakehouse_assets.lib.declare.registry import collect_tables
-from lakehouse_assets.lib.declare.sinks import append, merge, recompute, to_kafka
+from lakehouse_assets.lib.declare.sinks import append, merge, overwrite, recompute, to_kafka
 from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable, streaming_table
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -39,6 +40,7 @@ _ORCHESTRATE = {
     "build_definitions": "lakehouse_assets.lib.orchestrate.definitions",
     "LakehouseResource": "lakehouse_assets.lib.orchestrate.resources",
     "StreamingTableConfig": "lakehouse_assets.lib.orchestrate.resources",
+    "load_spark_pipeline": "lakehouse_assets.lib.sdp.definitions",
 }
 
 
@@ -77,9 +79,11 @@ __all__ = [
     "kafka",
     "landed_lines_conserved",
     "landing",
+    "load_spark_pipeline",
     "merge",
     "non_blank_lines",
     "not_null",
+    "overwrite",
     "parse_json_lines",
     "quarantine_rate",
     "recompute",

@@ -138,6 +138,21 @@ def quarantine_rate(max_share: float = 0.1) -> TableCheck:
     return TableCheck("quarantine_rate", f"At most {max_share:.0%} of a run's rows quarantined.", evaluate, "WARN")
 
 
+def expectation_met(name: str, condition: str, action: str) -> TableCheck:
+    """The run's rows that failed the expectation ``name``: none, or a warning with the count
+    (what happened to them is the expectation's action: kept, dropped, quarantined)."""
+
+    def evaluate(ctx: CheckContext) -> CheckOutcome:
+        report = ctx.report
+        if report is None or report.expectation_rows == 0:
+            return CheckOutcome(True, {"rows_checked": 0, "action": action})
+        failed = report.expectation_failures.get(name, 0)
+        return CheckOutcome(failed == 0, {"failed": failed, "rows_checked": report.expectation_rows, "action": action})
+
+    check_name = "expect_" + "".join(c if c.isalnum() else "_" for c in name)
+    return TableCheck(check_name, f"Rows meet {condition} (expectation {name}, action: {action}).", evaluate, "WARN")
+
+
 def schema_unchanged(severity: Severity = "ERROR") -> TableCheck:
     """No column removed or retyped since the last materialization (added columns are fine)."""
 

@@ -5,6 +5,8 @@ the engine (:mod:`lakehouse_assets.lib.engine.writes` and :mod:`~lakehouse_asset
 - :func:`merge`: upsert on keys (deduplication, latest-wins).
 - :func:`recompute`: exact incremental results for aggregations: the keys a micro-batch touches
   are recomputed from the whole current input and replaced in one MERGE.
+- :func:`overwrite`: the function's whole result replaces the table whenever an input changed
+  (a materialized view that cannot be maintained incrementally).
 - :func:`to_kafka`: publish every row to a Kafka topic instead of a Delta table (at least once).
 """
 
@@ -49,6 +51,15 @@ class RecomputeSink(Sink):
 
     def output(self, rows: DataFrame) -> DataFrame:
         return self.finalize(rows) if self.finalize else rows
+
+
+@dataclass(frozen=True)
+class OverwriteSink(Sink):
+    """Recompute the function over its whole (static) inputs and overwrite the table, when any
+    input's Delta version moved since the last run (``always``: every run, for a function that
+    also reads files)."""
+
+    always: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,18 @@ def recompute(
         join instead of a literal filter.
     """
     return RecomputeSink(list(keys), reread_by, merge_on, finalize, max_literal_values)
+
+
+def overwrite(*, always: bool = False) -> OverwriteSink:
+    """Recompute the table from its whole inputs and overwrite it, in one Delta commit, when any
+    input table's version moved since the last run (no streaming query: every input is read as
+    a snapshot). The table is exact after every run; use :func:`recompute` when the function
+    aggregates by keys and only the changed keys should be recomputed.
+
+    :param always: recompute on every run (the function reads something other than Delta
+        tables, whose changes the versions do not show).
+    """
+    return OverwriteSink(always)
 
 
 def to_kafka(

@@ -23,7 +23,7 @@ from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, sch
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.flows import Flow
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
-from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, RecomputeSink, Sink
+from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, OverwriteSink, RecomputeSink, Sink
 
 OutputMode = Literal["append", "update", "complete"]
 
@@ -165,9 +165,20 @@ def _check_recompute(name: str, sink: Sink, inputs: dict[str, Input]) -> None:
         )
 
 
+def _check_overwrite(name: str, sink: Sink, inputs: dict[str, Input], quarantine: Quarantine | None) -> None:
+    if not isinstance(sink, OverwriteSink):
+        return
+    streams = [p for p, i in inputs.items() if is_streaming(i)]
+    if streams or quarantine:
+        raise TypeError(
+            f"{name}: an overwrite table reads every input as a snapshot (static()) and keeps no "
+            f"quarantine; streaming inputs: {streams}, quarantine: {quarantine.table if quarantine else None}"
+        )
+
+
 def _check_flows(name: str, fn: Callable[..., DataFrame], sink: Sink, flows: list[Flow]) -> None:
-    if flows and isinstance(sink, RecomputeSink):
-        raise TypeError(f"{name}: a recompute table re-reads one input; it cannot have append flows")
+    if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
+        raise TypeError(f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows")
     seen: set[str] = set()
     for flow in flows:
         if flow.name in seen:
@@ -207,8 +218,8 @@ def streaming_table(
     :param inputs: per parameter of the function, what it reads; a parameter not listed reads
         the upstream table of its own name as a stream.
     :param name: the table's name (default: the function's name); also its asset key.
-    :param sink: how each micro-batch is written: ``append()`` (default), ``merge(...)`` or
-        ``recompute(...)``.
+    :param sink: how each micro-batch is written: ``append()`` (default), ``merge(...)``,
+        ``recompute(...)``, ``overwrite()`` or ``to_kafka(...)``.
     :param expectations: named row conditions with an action (warn, drop, quarantine, fail).
     :param quarantine: where rows failing ``quarantine`` expectations go.
     :param columns: the table's columns, in order (default: every column the function returns).
@@ -233,6 +244,7 @@ def streaming_table(
         declared = _declared_inputs(fn, inputs)
         chosen_sink = sink or AppendSink()
         _check_recompute(table_name, chosen_sink, declared)
+        _check_overwrite(table_name, chosen_sink, declared, quarantine)
         _check_flows(table_name, fn, chosen_sink, list(flows or []))
         return StreamingTable(
             name=table_name,

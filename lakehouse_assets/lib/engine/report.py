@@ -78,6 +78,8 @@ class RunReport:
     warnings: list[str] = field(default_factory=list)
     # The run emptied its outputs and reset its checkpoint first.
     full_refresh: bool = False
+    # How a recompute or overwrite table was brought up to date ("incremental", "full").
+    refresh: str | None = None
 
     @property
     def rows_dropped(self) -> int:

@@ -1,6 +1,7 @@
 """One run of a streaming table, start to end: the writer lock, a full refresh when asked, then
 for the table's own flow and each ``append_flow``: the missing-checkpoint guard, the idle skip,
-and the ``availableNow`` query of the table's write strategy (per micro-batch, or recompute)."""
+and the ``availableNow`` query of the table's write strategy (per micro-batch, or recompute); an
+overwrite table recomputes whole instead, with no query."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
-from lakehouse_assets.lib.declare.sinks import KafkaSink, RecomputeSink
+from lakehouse_assets.lib.declare.sinks import KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
@@ -19,6 +20,7 @@ from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
 from lakehouse_assets.lib.engine.ledger import BatchLedger
+from lakehouse_assets.lib.engine.overwrite import run_overwrite
 from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
@@ -94,6 +96,9 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, 
     if unconfigured:
         log(f"{name}: skipped: it uses Kafka ({', '.join(unconfigured)}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
         return
+    if isinstance(flow.sink, OverwriteSink):
+        run_overwrite(spark, paths, flow, report, log)
+        return
     guard_checkpoint(spark, paths, flow)
     report.warnings += _landing_warnings(paths, flow)
     try:
@@ -108,6 +113,8 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, 
     if isinstance(flow.sink, KafkaSink):
         flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
+    if isinstance(flow.sink, RecomputeSink):
+        report.refresh = "incremental"
     inputs = read_inputs(spark, paths, flow, log)
     ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
     prepared = strategy(spark, paths, flow, inputs, ledger, app_id(paths, flow))

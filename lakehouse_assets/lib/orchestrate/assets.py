@@ -21,14 +21,16 @@ KINDS = {"spark", "delta"}
 
 
 def _code_reference(table: StreamingTable) -> dg.CodeReferencesMetadataValue:
+    # A function object, or a callable saying where it was declared (a pipeline's dataset).
     fn = inspect.unwrap(table.transform)
+    file, line = getattr(fn, "defined_at", None) or (inspect.getsourcefile(fn) or "", inspect.getsourcelines(fn)[1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)  # code references are beta in Dagster 1.13
         return dg.CodeReferencesMetadataValue(
             code_references=[
                 dg.LocalFileCodeReference(
-                    file_path=inspect.getsourcefile(fn) or "",
-                    line_number=inspect.getsourcelines(fn)[1],
+                    file_path=file,
+                    line_number=line,
                     label=table.name,
                 )
             ]

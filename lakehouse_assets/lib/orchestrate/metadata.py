@@ -127,6 +127,8 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
     if report.state_rows or report.watermark:
         metadata["state_rows"] = report.state_rows
         metadata["watermark"] = report.watermark or "not set yet: no event read"
+    if report.refresh:
+        metadata["refresh"] = report.refresh
     if report.warnings:
         metadata["warnings"] = dg.MetadataValue.md("\n".join(f"- {w}" for w in report.warnings))
     for name, failed in sorted(report.expectation_failures.items()):

@@ -1,0 +1,205 @@
+"""From a pipeline's graph to streaming tables the engine runs, one per dataset.
+
+- ``@dp.table`` / ``create_streaming_table`` + ``@dp.append_flow``: a streaming table; its first
+  flow is the table's own query, each further one an :func:`~lakehouse_assets.lib.append_flow`
+  with its own checkpoint.
+- ``create_auto_cdc_flow``: a streaming table written by the SCD type 1 or 2 sink.
+- ``@dp.materialized_view``: recomputed by keys from its one input's change feed when it is a
+  GROUP BY of plain columns over one dataset (:func:`.plans.incremental_keys`); else recomputed
+  whole when an input moved (:func:`~lakehouse_assets.lib.overwrite`).
+- ``@dp.temporary_view``: no table; computed inside each reader.
+
+Each function's inputs are the datasets its plan reads, as a stream or a snapshot as it reads
+them; lineage follows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.pipelines.flow import Flow
+from pyspark.pipelines.output import MaterializedView, Output, Sink, TemporaryView
+from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
+
+from lakehouse_assets.lib.declare.checks import expectation_met
+from lakehouse_assets.lib.declare.flows import append_flow
+from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stream
+from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, Sink as TableSink, recompute
+from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable
+from lakehouse_assets.lib.dp import expectations_of
+from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.sdp.cdc import cdc_sink
+from lakehouse_assets.lib.sdp.graph import where
+from lakehouse_assets.lib.sdp.loading import LoadedPipeline
+from lakehouse_assets.lib.sdp.planning import Planned, load_and_plan
+from lakehouse_assets.lib.sdp.plans import FileRead
+from lakehouse_assets.lib.sdp.query import PipelineQuery
+
+
+@dataclass
+class FlowInputs:
+    """What a flow reads once temporary views are followed: datasets (streamed or not), files,
+    and the views to compute first."""
+
+    tables: dict[str, bool] = field(default_factory=dict)
+    files: list[FileRead] = field(default_factory=list)
+    views: list[str] = field(default_factory=list)
+
+    @property
+    def streams(self) -> bool:
+        return any(self.tables.values()) or any(f.streaming for f in self.files)
+
+    def declared(self) -> dict[str, Input]:
+        return {name: stream(name) if streaming else static(name) for name, streaming in self.tables.items()}
+
+
+class Converter:
+    def __init__(self, loaded: LoadedPipeline, planned: dict[tuple[str, str], Planned]) -> None:
+        self.loaded = loaded
+        self.graph = loaded.graph
+        self.planned = planned
+        self.group = re.sub(r"[^A-Za-z0-9_]", "_", loaded.spec.name)
+
+    def inputs_of(self, planned: Planned, visiting: tuple[str, ...] = ()) -> FlowInputs:
+        found = FlowInputs(files=list(planned.reads.files))
+        place = where(planned.flow.source_code_location)
+        for read in planned.reads.tables:
+            output = self.graph.outputs.get(read.name)
+            if isinstance(output, TemporaryView):
+                if read.name in visiting:
+                    raise LakehouseError(f"{place}: temporary views read each other in a cycle: {' -> '.join([*visiting, read.name])}")
+                inner = self.inputs_of(self.planned[(read.name, read.name)], (*visiting, read.name))
+                for name, streaming in inner.tables.items():
+                    found.tables[name] = found.tables.get(name, streaming) or streaming
+                found.files += inner.files
+                found.views += [v for v in [*inner.views, read.name] if v not in found.views]
+            elif output is None or isinstance(output, Sink):
+                what = "a sink" if output is not None else "not a dataset of this pipeline"
+                raise LakehouseError(f"{place}: {planned.flow.target} reads {read.name}, which is {what}")
+            elif found.tables.get(read.name, read.streaming) != read.streaming:
+                raise LakehouseError(f"{place}: {planned.flow.target} reads {read.name} both as a stream and as a snapshot")
+            else:
+                found.tables[read.name] = read.streaming
+        return found
+
+    def query(self, flow: Flow, inputs: FlowInputs) -> PipelineQuery:
+        return PipelineQuery(str(self.loaded.spec_path), flow.target, flow.name, tuple(inputs.views), _at(flow))
+
+    def table(self, output: Output, sink: TableSink, inputs: dict[str, Input], queries: list[Flow], **extra: object) -> StreamingTable:
+        """The table of ``output``; its expectations are those of the functions of ``queries``."""
+        expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
+        quarantined = any(e.action == "quarantine" for e in expectations)
+        kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
+        return StreamingTable(
+            name=output.name,
+            transform=extra.pop("transform"),  # type: ignore[arg-type]
+            group=self.group,
+            inputs=inputs,
+            sink=sink,
+            expectations=expectations,
+            quarantine=Quarantine(f"{output.name}_quarantine") if quarantined else None,
+            partition_by=list(getattr(output, "partition_cols", None) or []),
+            table_properties=dict(getattr(output, "table_properties", None) or {}),
+            description=output.comment or f"{kind.replace('_', ' ')} from {where(output.source_code_location)}",
+            tags={"sdp/dataset": kind},
+            checks=[expectation_met(e.name, e.condition, e.action) for e in expectations],
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def materialized_view(self, output: MaterializedView) -> StreamingTable:
+        flows = self.graph.flows_into(output.name)
+        if len(flows) != 1:
+            raise LakehouseError(f"{where(output.source_code_location)}: materialized view {output.name} has {len(flows)} flows; it has one query")
+        planned = self.planned[(output.name, flows[0].name)]
+        found = self.inputs_of(planned)
+        if found.streams:
+            raise LakehouseError(f"{where(output.source_code_location)}: materialized view {output.name} reads a stream; it reads snapshots (spark.read)")
+        if any(e.action == "quarantine" for e in expectations_of(flows[0].func)):
+            raise LakehouseError(f"{where(output.source_code_location)}: {output.name}: a materialized view drops, warns or fails on expectations; quarantine is for streaming tables")
+        sink: TableSink
+        if planned.incremental and not found.files and not found.views and list(found.tables) == [planned.incremental[1]]:
+            keys, source = planned.incremental
+            inputs: dict[str, Input] = {source: change_feed(source)}
+            sink = recompute(keys, reread_by=keys[0])
+        else:
+            inputs, sink = found.declared(), OverwriteSink(always=bool(found.files))
+        return self.table(output, sink, inputs, flows, transform=self.query(flows[0], found))
+
+    def cdc_table(self, output: SdpStreamingTable) -> StreamingTable:
+        (flow,) = self.graph.cdc_into(output.name)
+        place = where(flow.source_code_location)
+        source = self.graph.outputs.get(flow.source)
+        if isinstance(source, TemporaryView):
+            found = self.inputs_of(self.planned[(flow.source, flow.source)], (flow.source,))
+            views = (*found.views, flow.source)
+        elif isinstance(source, (SdpStreamingTable, MaterializedView)):
+            found, views = FlowInputs(tables={flow.source: True}), ()
+        else:
+            raise LakehouseError(f"{place}: the Auto CDC flow into {output.name} reads {flow.source}, which is not a dataset of this pipeline")
+        if [n for n, streaming in found.tables.items() if streaming] == [] or found.files:
+            raise LakehouseError(f"{place}: the Auto CDC flow into {output.name} reads its changes from one dataset as a stream")
+        transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, _at(flow))
+        sink: RecomputeSink = cdc_sink(flow)
+        return self.table(output, sink, found.declared(), [], transform=transform)
+
+    def streaming_table(self, output: SdpStreamingTable) -> StreamingTable:
+        cdc, flows = self.graph.cdc_into(output.name), self.graph.flows_into(output.name)
+        place = where(output.source_code_location)
+        if cdc:
+            if len(cdc) > 1 or flows:
+                raise LakehouseError(f"{place}: {output.name} is written by an Auto CDC flow, which must be its only flow")
+            return self.cdc_table(output)
+        if not flows:
+            raise LakehouseError(f"{place}: streaming table {output.name} has no flow: add @dp.append_flow(target={output.name!r})")
+        found = [self.inputs_of(self.planned[(f.target, f.name)]) for f in flows]
+        for flow, inputs in zip(flows, found):
+            if not inputs.streams:
+                raise LakehouseError(
+                    f"{where(flow.source_code_location)}: flow {flow.name} into {output.name} reads no stream; a streaming "
+                    "table's flows read spark.readStream (use @dp.materialized_view for a snapshot query)"
+                )
+        further = [
+            append_flow(f.name, inputs=i.declared(), transform=self.query(f, i)) for f, i in zip(flows[1:], found[1:])
+        ]
+        return self.table(output, AppendSink(), found[0].declared(), flows, transform=self.query(flows[0], found[0]), flows=further)
+
+    def tables(self) -> list[StreamingTable]:
+        for flow in self.graph.flows + self.graph.cdc_flows:  # type: ignore[operator]
+            if flow.target not in self.graph.outputs:
+                raise LakehouseError(f"{where(flow.source_code_location)}: flow {flow.name} targets {flow.target}, which is not defined")
+        tables: list[StreamingTable] = []
+        for output in self.graph.outputs.values():
+            if isinstance(output, Sink):
+                raise LakehouseError(f"{where(output.source_code_location)}: sink {output.name}: dp.create_sink is not supported yet")
+            if isinstance(output, MaterializedView):
+                tables.append(self.materialized_view(output))
+            elif isinstance(output, SdpStreamingTable):
+                tables.append(self.streaming_table(output))
+        _refuse_cycles(tables)
+        return tables
+
+
+def _at(element: object) -> tuple[str, int]:
+    location = element.source_code_location  # type: ignore[attr-defined]
+    return location.filename, location.line_number or 1
+
+
+def _refuse_cycles(tables: list[StreamingTable]) -> None:
+    reads = {t.name: set(t.upstream_tables) for t in tables}
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            cycle = path[path.index(name):] + (name,)
+            raise LakehouseError(f"datasets read each other in a cycle: {' -> '.join(cycle)}")
+        for upstream in reads.get(name, ()):
+            visit(upstream, (*path, name))
+
+    for name in reads:
+        visit(name, ())
+
+
+def pipeline_tables(spec_path: Path) -> list[StreamingTable]:
+    """The tables of the pipeline whose spec is ``spec_path`` (see the module's docstring)."""
+    return Converter(*load_and_plan(spec_path)).tables()

@@ -1,0 +1,111 @@
+"""Loading a Spark Declarative Pipelines project: its spec, then its files, as ``spark-pipelines``
+loads them.
+
+The spec is read by pyspark's own ``load_pipeline_spec`` (same fields, same glob rules). Each
+``libraries`` file is imported from the spec's folder with a global ``spark`` (here a
+:class:`~.session.SessionProxy`) while pyspark's graph-element registry points at a
+:class:`~.graph.PipelineGraph`. ``dp.create_auto_cdc_flow`` is this project's meanwhile, so a
+file may ask for ``stored_as_scd_type=2`` (pyspark's refuses anything but 1).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark.pipelines as pyspark_dp
+from pyspark.pipelines.cli import PipelineSpec, load_pipeline_spec
+from pyspark.pipelines.graph_element_registry import graph_element_registration_context
+
+from lakehouse_assets.lib import dp as lakehouse_dp
+from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.sdp.graph import PipelineGraph
+from lakehouse_assets.lib.sdp.session import SPARK
+
+
+@dataclass(frozen=True)
+class LoadedPipeline:
+    spec_path: Path
+    spec: PipelineSpec
+    configuration: Mapping[str, str]
+    graph: PipelineGraph
+
+
+def read_spec(spec_path: Path) -> tuple[PipelineSpec, dict[str, str]]:
+    """The spec and its configuration, with ``$VARIABLES`` in values expanded from the
+    environment (so a spec can say ``${LAKEHOUSE_ROOT}/landing/orders``)."""
+    if not spec_path.is_file():
+        raise LakehouseError(f"no pipeline spec at {spec_path}")
+    try:
+        spec = load_pipeline_spec(spec_path)
+    except Exception as error:  # noqa: BLE001 - pyspark's own error, one line with the file's name
+        raise LakehouseError(f"{spec_path}: {error}") from None
+    return spec, {k: os.path.expandvars(v) for k, v in spec.configuration.items()}
+
+
+def library_files(spec_path: Path, spec: PipelineSpec) -> list[Path]:
+    folder = spec_path.parent.resolve()
+    files: list[Path] = []
+    for library in spec.libraries:
+        matched = sorted(p for p in folder.glob(library.include) if p.is_file() and "__pycache__" not in p.parts)
+        files += [p for p in matched if p not in files]
+    return files
+
+
+@contextmanager
+def _lakehouse_auto_cdc() -> Iterator[None]:
+    original = pyspark_dp.create_auto_cdc_flow
+    pyspark_dp.create_auto_cdc_flow = lakehouse_dp.create_auto_cdc_flow  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        pyspark_dp.create_auto_cdc_flow = original  # type: ignore[assignment]
+
+
+@contextmanager
+def _in_folder(folder: Path) -> Iterator[None]:
+    previous = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def _import(file: Path) -> None:
+    module_spec = importlib.util.spec_from_file_location(file.stem, str(file))
+    assert module_spec is not None and module_spec.loader is not None, f"cannot import {file}"
+    module = importlib.util.module_from_spec(module_spec)
+    module.__dict__["spark"] = SPARK
+    try:
+        module_spec.loader.exec_module(module)
+    except LakehouseError:
+        raise
+    except Exception as error:
+        raise LakehouseError(f"{file}: loading it failed: {type(error).__name__}: {error}") from error
+
+
+def load_graph(spec_path: Path) -> LoadedPipeline:
+    """Import the pipeline's files and return what they declared. The caller chooses the
+    session they build plans with (:func:`~.session.planning` or :func:`~.session.running_on`)."""
+    spec_path = spec_path.resolve()
+    spec, configuration = read_spec(spec_path)
+    graph = PipelineGraph()
+    with _in_folder(spec_path.parent), graph_element_registration_context(graph), _lakehouse_auto_cdc():
+        for file in library_files(spec_path, spec):
+            if file.suffix == ".py":
+                _import(file)
+            elif file.suffix == ".sql":
+                graph.register_sql(file.read_text(), file)
+            else:
+                raise LakehouseError(f"{file}: a pipeline library is a .py or .sql file")
+    if graph.sql_files:
+        raise LakehouseError(
+            f"{graph.sql_files[0]}: SQL pipeline files are parsed by the Spark Declarative Pipelines server, "
+            "which this project does not run; declare these datasets in Python (@dp.materialized_view, @dp.table)"
+        )
+    return LoadedPipeline(spec_path, spec, configuration, graph)

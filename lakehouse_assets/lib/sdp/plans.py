@@ -1,0 +1,128 @@
+"""What a query reads and whether it can be maintained incrementally, from its Spark Connect plan.
+
+A pipeline function is called once while the definitions load, with a plan-only session; the
+unresolved plan it returns names every table it reads (``spark.read.table``,
+``spark.readStream.table``) and every path it loads, without any Spark server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.message import Message
+
+# Operators between an aggregation and its one table, or above the aggregation, that keep each
+# grouping key's rows to themselves: recomputing a key from its own input rows is then exact.
+_ROW_WISE = {"filter", "project", "with_columns", "drop", "sort", "with_columns_renamed", "to_df"}
+
+
+@dataclass(frozen=True)
+class TableRead:
+    name: str
+    streaming: bool
+
+
+@dataclass(frozen=True)
+class FileRead:
+    format: str
+    paths: tuple[str, ...]
+    streaming: bool
+
+
+@dataclass(frozen=True)
+class Reads:
+    tables: list[TableRead]
+    files: list[FileRead]
+
+
+def plan_of(df: Any) -> Message:
+    """The unresolved plan of a Spark Connect DataFrame."""
+    return df._plan.plan(df.sparkSession.client)
+
+
+def _relations(message: Message) -> list[Message]:
+    """Every ``Relation`` inside ``message``, itself first (subqueries included)."""
+    found = [message] if message.DESCRIPTOR.name == "Relation" else []
+    for field, value in message.ListFields():
+        if field.message_type is None:
+            continue
+        for item in value if field.label == field.LABEL_REPEATED else [value]:
+            if isinstance(item, Message):
+                found += _relations(item)
+    return found
+
+
+def reads_of(plan: Message) -> Reads:
+    tables: list[TableRead] = []
+    files: list[FileRead] = []
+    for relation in _relations(plan):
+        if relation.WhichOneof("rel_type") != "read":
+            continue
+        read = relation.read
+        if read.WhichOneof("read_type") == "named_table":
+            found = TableRead(read.named_table.unparsed_identifier, read.is_streaming)
+            if found not in tables:
+                tables.append(found)
+        else:
+            source = read.data_source
+            files.append(FileRead(source.format or "parquet", tuple(source.paths), read.is_streaming))
+    return Reads(tables, files)
+
+
+def _op(relation: Message) -> str:
+    return relation.WhichOneof("rel_type") or ""
+
+
+def _input(relation: Message) -> Message:
+    return getattr(relation, _op(relation)).input
+
+
+def _redefines(relation: Message, keys: list[str]) -> bool:
+    """Whether a row-wise operator gives one of ``keys`` a new meaning or removes it."""
+    op = _op(relation)
+    if op == "with_columns":
+        return any(alias.name and alias.name[0] in keys for alias in relation.with_columns.aliases)
+    if op == "project":
+        plain = {
+            e.unresolved_attribute.unparsed_identifier
+            for e in relation.project.expressions
+            if e.WhichOneof("expr_type") == "unresolved_attribute"
+        }
+        named = {e.alias.name[0] for e in relation.project.expressions if e.WhichOneof("expr_type") == "alias"}
+        star = any(e.WhichOneof("expr_type") == "unresolved_star" for e in relation.project.expressions)
+        return bool(set(keys) & named) or not (star or set(keys) <= plain)
+    if op == "drop":
+        return any(e.unresolved_attribute.unparsed_identifier in keys for e in relation.drop.columns) or bool(
+            set(keys) & set(relation.drop.column_names)
+        )
+    return op in ("with_columns_renamed", "to_df")
+
+
+def incremental_keys(plan: Message) -> tuple[list[str], str] | None:
+    """``(grouping keys, the table read)`` when the query is a GROUP BY of plain columns over
+    one table through row-wise operators that keep those columns (and only row-wise operators
+    above it); None when it must be recomputed whole."""
+    relation = plan
+    above: list[Message] = []
+    while _op(relation) in _ROW_WISE:
+        above.append(relation)
+        relation = _input(relation)
+    if _op(relation) != "aggregate":
+        return None
+    aggregate = relation.aggregate
+    if aggregate.group_type != aggregate.GROUP_TYPE_GROUPBY or not aggregate.grouping_expressions:
+        return None
+    if any(e.WhichOneof("expr_type") != "unresolved_attribute" for e in aggregate.grouping_expressions):
+        return None
+    keys = [e.unresolved_attribute.unparsed_identifier for e in aggregate.grouping_expressions]
+    if any("." in k or "`" in k for k in keys) or any(_redefines(r, keys) for r in above):
+        return None
+    relation = aggregate.input
+    while _op(relation) in _ROW_WISE - {"sort"}:
+        if _redefines(relation, keys):
+            return None
+        relation = _input(relation)
+    if _op(relation) != "read" or relation.read.WhichOneof("read_type") != "named_table":
+        return None
+    return keys, relation.read.named_table.unparsed_identifier

@@ -1,0 +1,69 @@
+"""A pipeline function as a table's transform: what the engine calls when a run starts.
+
+The engine reads each dataset the function reads (a stream from its checkpoint, a snapshot, or a
+micro-batch's rows) and calls the transform with them by dataset name. The transform runs the
+pipeline's files again in this process (once; module-level code sees this run's session), makes
+``spark.read.table(name)`` and ``spark.readStream.table(name)`` return those frames, computes
+the temporary views the function reads, and calls the function unchanged. It pickles as its
+names only, so a Spark Connect server's ``foreachBatch`` worker does the same on its side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.sdp.loading import LoadedPipeline, load_graph, read_spec
+from lakehouse_assets.lib.sdp.session import running_on
+
+_LOADED: dict[str, LoadedPipeline] = {}
+
+
+def _runtime_pipeline(spec_path: str, session: Any) -> LoadedPipeline:
+    if spec_path not in _LOADED:
+        _, configuration = read_spec(Path(spec_path))
+        with running_on(session, configuration):
+            _LOADED[spec_path] = load_graph(Path(spec_path))
+    return _LOADED[spec_path]
+
+
+def flow_function(pipeline: LoadedPipeline, target: str, flow: str) -> Callable[[], DataFrame]:
+    for candidate in pipeline.graph.flows:
+        if candidate.target == target and candidate.name == flow:
+            return candidate.func
+    raise LakehouseError(f"{pipeline.spec_path}: no flow {flow} into {target} any more (the files changed since the definitions loaded)")
+
+
+@dataclass(frozen=True)
+class PipelineQuery:
+    """The transform of one flow of a pipeline.
+
+    :param spec_path: the pipeline's spec.
+    :param target: the dataset the flow writes (or, with ``flow`` None, the dataset whose rows
+        are the result: an Auto CDC flow's source).
+    :param flow: the flow's name.
+    :param views: the temporary views the flow reads, each after those it reads.
+    :param defined_at: the file and line declaring the dataset (the asset's code reference).
+    """
+
+    spec_path: str
+    target: str
+    flow: str | None
+    views: tuple[str, ...] = ()
+    defined_at: tuple[str, int] | None = None
+
+    def __call__(self, **frames: DataFrame) -> DataFrame:
+        session = next(iter(frames.values())).sparkSession if frames else SparkSession.getActiveSession()
+        pipeline = _runtime_pipeline(self.spec_path, session)
+        scope = dict(frames)
+        with running_on(session, pipeline.configuration, scope):
+            for view in self.views:
+                scope[view] = flow_function(pipeline, view, view)()
+            if self.flow is None:
+                return scope[self.target]
+            return flow_function(pipeline, self.target, self.flow)()
