@@ -1,0 +1,106 @@
+"""The example SDP project's input, generated here, and its tables computed by hand from it."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+ORDER_KEYS = ("order_id", "customer_id", "amount", "ordered_at")
+
+
+def orders(shop: str, round_no: int) -> list[dict]:
+    """Some invalid (no id, amount not positive) and one id repeated within the file."""
+    rows = [
+        {"order_id": f"{shop}{round_no}-{i}", "customer_id": f"c{(i * 7 + round_no) % 5}",
+         "amount": round(12.5 * i - 10 + round_no, 2), "ordered_at": f"2026-03-0{round_no}T1{i % 10}:00:00"}
+        for i in range(8)
+    ]  # fmt: skip
+    rows.append({"order_id": None, "customer_id": "c1", "amount": 5.0, "ordered_at": "2026-03-01T00:00:00"})
+    return rows
+
+
+def customer_changes(round_no: int) -> list[dict]:
+    """Upserts and a delete; round 2 also re-delivers a round-1 change and brings a late one
+    (older than what round 1 already applied for that customer)."""
+    def change(c: int, day: int, second: int, tier: str, country: str, op: str = "UPSERT") -> dict:
+        return {"customer_id": f"c{c}", "name": f"name{c}", "tier": tier, "country": country,
+                "updated_at": f"2026-03-{day:02d}T00:00:{second:02d}", "op": op}  # fmt: skip
+
+    if round_no == 1:
+        return [change(0, 1, 0, "gold", "DE"), change(1, 1, 0, "silver", "FR"), change(2, 1, 0, "gold", "US"),
+                change(3, 1, 0, "bronze", "US"), change(1, 2, 0, "gold", "FR")]  # fmt: skip
+    return [
+        change(0, 3, 0, "silver", "DE"),  # a new version
+        change(1, 2, 0, "gold", "FR"),  # re-delivered
+        change(2, 1, 30, "platinum", "US"),  # late: between round 1's version and nothing newer
+        change(3, 4, 0, "bronze", "US", "DELETE"),
+        change(4, 3, 0, "gold", "CA"),
+        change(0, 3, 30, "silver", "DE"),  # same tracked values: no new version
+    ]
+
+
+def land(landing: Path, folder: str, name: str, rows: list[dict]) -> None:
+    target = landing / folder
+    target.mkdir(parents=True, exist_ok=True)
+    temporary = target / f"_{name}"
+    temporary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    temporary.rename(target / name)
+
+
+def silver_orders(eu: list[dict], us: list[dict]) -> set[tuple]:
+    return {
+        (o["order_id"], o["customer_id"], o["amount"], region)
+        for rows, region in ((eu, "EU"), (us, "US"))
+        for o in rows
+        if o["order_id"] is not None and o["amount"] > 0
+    }
+
+
+def _in_order(changes: list[dict]) -> dict[str, list[dict]]:
+    by_key: dict[str, dict[str, dict]] = defaultdict(dict)
+    for c in changes:
+        by_key[c["customer_id"]][c["updated_at"]] = c  # a re-delivery is the same change
+    return {k: [v[t] for t in sorted(v)] for k, v in by_key.items()}
+
+
+def customers_scd1(changes: list[dict]) -> set[tuple]:
+    latest = {k: v[-1] for k, v in _in_order(changes).items()}
+    return {(k, c["name"], c["tier"], c["country"], c["updated_at"]) for k, c in latest.items() if c["op"] != "DELETE"}
+
+
+def customers_scd2(changes: list[dict]) -> set[tuple]:
+    """(id, tier, country, valid_from, valid_to): a version opens when tier or country changes
+    or after a delete, and closes at the next opening or delete."""
+    versions = set()
+    for key, ordered in _in_order(changes).items():
+        opened: list[list] = []
+        for c in ordered:
+            current = opened[-1] if opened and opened[-1][4] is None else None
+            if c["op"] == "DELETE":
+                if current:
+                    current[4] = c["updated_at"]
+                continue
+            if current and (current[1], current[2]) == (c["tier"], c["country"]):
+                continue
+            if current:
+                current[4] = c["updated_at"]
+            opened.append([key, c["tier"], c["country"], c["updated_at"], None])
+        versions |= {tuple(v) for v in opened}
+    return versions
+
+
+def customer_revenue(silver: set[tuple]) -> dict[str, tuple[float, int]]:
+    totals: dict[str, list] = defaultdict(lambda: [0.0, 0])
+    for _, customer, amount, _ in silver:
+        totals[customer][0] += amount
+        totals[customer][1] += 1
+    return {k: (round(v[0], 2), v[1]) for k, v in totals.items()}
+
+
+def revenue_by_country(silver: set[tuple], current: set[tuple]) -> dict[str, float]:
+    country = {c[0]: c[3] for c in current}
+    totals: dict[str, float] = defaultdict(float)
+    for _, customer, amount, _ in silver:
+        totals[country.get(customer, "unknown")] += amount
+    return {k: round(v, 2) for k, v in totals.items()}
