@@ -86,3 +86,67 @@ def test_component_builds_the_same_assets() -> None:
 def test_what_cannot_run_is_one_sentence_naming_the_place(tmp_path: Path, files: dict[str, str], message: str) -> None:
     with pytest.raises(LakehouseError, match=message):
         pipeline_tables(project(tmp_path, files))
+
+
+def tables_of(tmp_path: Path, body: str) -> dict:
+    return {t.name: t for t in pipeline_tables(project(tmp_path, {"a.py": HEADER + "from pyspark.sql import Window, functions as F\n" + body}))}
+
+
+BRONZE = "@dp.table\ndef b():\n    return spark.readStream.format('json').schema('k STRING, v INT').load('landing')\n\n\n"
+
+
+@pytest.mark.parametrize(
+    ("query", "incremental"),
+    [
+        ("spark.read.table('b').groupBy('k').agg(F.sum('v').alias('s'))", True),
+        ("spark.read.table('b').where('v > 0').groupBy('k').agg(F.sum('v').alias('s')).withColumn('t', F.lit(1))", True),
+        # HAVING: a key whose new rows alone do not pass would never be recomputed.
+        ("spark.read.table('b').groupBy('k').agg(F.sum('v').alias('s')).where('s > 100')", False),
+        ("spark.read.table('b').withColumn('w', F.sum('v').over(Window.partitionBy())).groupBy('k').agg(F.max('w'))", False),
+        ("spark.read.table('b').withColumn('k', F.upper('k')).groupBy('k').agg(F.sum('v').alias('s'))", False),
+        ("spark.read.table('b').groupBy().agg(F.sum('v').alias('s'))", False),
+    ],
+    ids=["group-by", "filter-below", "having", "window", "key-redefined", "global"],
+)
+def test_a_materialized_view_is_incremental_only_when_each_key_depends_on_its_own_rows(
+    tmp_path: Path, query: str, incremental: bool
+) -> None:
+    view = tables_of(tmp_path, BRONZE + f"@dp.materialized_view\ndef m():\n    return {query}\n")["m"]
+    assert isinstance(view.sink, RecomputeSink if incremental else OverwriteSink)
+
+
+def test_flows_keep_their_checkpoints_by_name_whatever_their_order(tmp_path: Path) -> None:
+    flow = "@dp.append_flow(target='t')\ndef {0}():\n    return spark.readStream.table('b')\n\n\n"
+    names = []
+    for order in (("x", "y"), ("y", "x")):
+        folder = tmp_path / "".join(order)
+        folder.mkdir()
+        body = BRONZE + "dp.create_streaming_table('t')\n\n\n" + "".join(flow.format(n) for n in order)
+        names.append(sorted(f.checkpoint_name for f in tables_of(folder, body)["t"].flow_runs()))
+    assert names[0] == names[1] == ["t/flows/x", "t/flows/y"]
+
+
+def test_auto_cdc_from_a_view_must_keep_the_key(tmp_path: Path) -> None:
+    cdc = "dp.create_streaming_table('t')\ndp.create_auto_cdc_flow(target='t', source='v', keys=['k'], sequence_by='v')\n"
+    keeps = BRONZE + "@dp.temporary_view\ndef v():\n    return spark.readStream.table('b').where('v > 0')\n\n\n" + cdc
+    (tmp_path / "keeps").mkdir()
+    assert tables_of(tmp_path / "keeps", keeps)["t"].upstream_tables == ["b"]
+    rewrites = BRONZE + "@dp.temporary_view\ndef v():\n    return spark.readStream.table('b').withColumn('k', F.upper('k'))\n\n\n" + cdc
+    (tmp_path / "rewrites").mkdir()
+    with pytest.raises(LakehouseError, match=r"reads the view v, which must be row-wise operators .* keep k"):
+        tables_of(tmp_path / "rewrites", rewrites)
+
+
+def test_a_dataset_read_with_options_is_refused(tmp_path: Path) -> None:
+    body = BRONZE + "@dp.table\ndef t():\n    return spark.readStream.option('skipChangeCommits', 'true').table('b')\n"
+    with pytest.raises(LakehouseError, match=r"a\.py:\d+: t reads b with options"):
+        tables_of(tmp_path, body)
+
+
+def test_a_materialized_view_with_expectations_is_recomputed_whole(tmp_path: Path) -> None:
+    body = BRONZE + (
+        "from lakehouse_assets.lib import dp as ldp\n\n\n@dp.materialized_view\n@ldp.expect_or_drop('positive', 's > 0')\n"
+        "def m():\n    return spark.read.table('b').groupBy('k').agg(F.sum('v').alias('s'))\n"
+    )
+    view = tables_of(tmp_path, body)["m"]
+    assert isinstance(view.sink, OverwriteSink) and [e.name for e in view.expectations] == ["positive"]

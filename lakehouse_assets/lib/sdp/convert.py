@@ -34,7 +34,7 @@ from lakehouse_assets.lib.sdp.cdc import cdc_sink
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
 from lakehouse_assets.lib.sdp.planning import Planned, load_and_plan
-from lakehouse_assets.lib.sdp.plans import FileRead
+from lakehouse_assets.lib.sdp.plans import FileRead, row_wise_source
 from lakehouse_assets.lib.sdp.query import PipelineQuery
 
 
@@ -72,7 +72,9 @@ class Converter:
                     raise LakehouseError(f"{place}: temporary views read each other in a cycle: {' -> '.join([*visiting, read.name])}")
                 inner = self.inputs_of(self.planned[(read.name, read.name)], (*visiting, read.name))
                 for name, streaming in inner.tables.items():
-                    found.tables[name] = found.tables.get(name, streaming) or streaming
+                    if found.tables.get(name, streaming) != streaming:
+                        raise LakehouseError(f"{place}: {planned.flow.target} reads {name} both as a stream and as a snapshot")
+                    found.tables[name] = streaming
                 found.files += inner.files
                 found.views += [v for v in [*inner.views, read.name] if v not in found.views]
             elif output is None or isinstance(output, Sink):
@@ -119,7 +121,10 @@ class Converter:
         if any(e.action == "quarantine" for e in expectations_of(flows[0].func)):
             raise LakehouseError(f"{where(output.source_code_location)}: {output.name}: a materialized view drops, warns or fails on expectations; quarantine is for streaming tables")
         sink: TableSink
-        if planned.incremental and not found.files and not found.views and list(found.tables) == [planned.incremental[1]]:
+        # The recompute strategy finds the keys to rebuild from the function's rows for the new
+        # input rows after the expectations: with expectations it could miss one, so full.
+        expectations = expectations_of(flows[0].func)
+        if planned.incremental and not expectations and not found.files and not found.views and list(found.tables) == [planned.incremental[1]]:
             keys, source = planned.incremental
             inputs: dict[str, Input] = {source: change_feed(source)}
             sink = recompute(keys, reread_by=keys[0])
@@ -132,8 +137,15 @@ class Converter:
         place = where(flow.source_code_location)
         source = self.graph.outputs.get(flow.source)
         if isinstance(source, TemporaryView):
-            found = self.inputs_of(self.planned[(flow.source, flow.source)], (flow.source,))
+            view = self.planned[(flow.source, flow.source)]
+            found = self.inputs_of(view, (flow.source,))
             views = (*found.views, flow.source)
+            # The sink re-reads the table under the view by the first key: the view must keep it.
+            if row_wise_source(view.plan, flow.keys[:1]) not in found.tables or len(found.tables) != 1:
+                raise LakehouseError(
+                    f"{place}: the Auto CDC flow into {output.name} reads the view {flow.source}, which must be row-wise "
+                    f"operators over one dataset that keep {flow.keys[0]} as it is; make {flow.source} a @dp.table"
+                )
         elif isinstance(source, (SdpStreamingTable, MaterializedView)):
             found, views = FlowInputs(tables={flow.source: True}), ()
         else:
@@ -160,10 +172,18 @@ class Converter:
                     f"{where(flow.source_code_location)}: flow {flow.name} into {output.name} reads no stream; a streaming "
                     "table's flows read spark.readStream (use @dp.materialized_view for a snapshot query)"
                 )
+        # Each flow keeps its checkpoint by its name, whatever order the files declare flows in:
+        # the table's own checkpoint only for the flow named like the table (@dp.table).
+        first = next((i for i, f in enumerate(flows) if f.name == output.name), 0)
+        order = [first] + [i for i in range(len(flows)) if i != first]
+        flows, found = [flows[i] for i in order], [found[i] for i in order]
         further = [
             append_flow(f.name, inputs=i.declared(), transform=self.query(f, i)) for f, i in zip(flows[1:], found[1:])
         ]
-        return self.table(output, AppendSink(), found[0].declared(), flows, transform=self.query(flows[0], found[0]), flows=further)
+        own_flow = None if flows[0].name == output.name else flows[0].name
+        return self.table(
+            output, AppendSink(), found[0].declared(), flows, transform=self.query(flows[0], found[0]), flows=further, flow=own_flow
+        )
 
     def tables(self) -> list[StreamingTable]:
         for flow in self.graph.flows + self.graph.cdc_flows:  # type: ignore[operator]

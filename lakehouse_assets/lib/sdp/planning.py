@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from google.protobuf.message import Message
 from pyspark.pipelines.flow import Flow
 
 from lakehouse_assets.lib.engine.errors import LakehouseError, short_error
@@ -20,6 +21,7 @@ class Planned:
     flow: Flow
     reads: Reads
     incremental: tuple[list[str], str] | None
+    plan: Message
 
 
 def _outside_root(path: str, paths: LakehousePaths) -> bool:
@@ -58,9 +60,15 @@ def _plan(loaded: LoadedPipeline) -> dict[tuple[str, str], Planned]:
             raise LakehouseError(f"{place}: {flow.target}: the function returns {type(df).__name__}, not a DataFrame")
         plan = plan_of(df)
         reads = reads_of(plan)
+        for table in reads.tables:
+            if table.options:
+                raise LakehouseError(
+                    f"{place}: {flow.target} reads {table.name} with options {dict(table.options)}; a dataset is read "
+                    "as the engine reads it (spark.read.table / spark.readStream.table without options)"
+                )
         for read in reads.files:
             outside = [p for p in read.paths if _outside_root(p, paths)]
             if outside:
                 raise LakehouseError(f"{place}: {flow.target} reads {outside[0]}, outside the data root {paths.root}")
-        planned[(flow.target, flow.name)] = Planned(flow, reads, incremental_keys(plan))
+        planned[(flow.target, flow.name)] = Planned(flow, reads, incremental_keys(plan), plan)
     return planned

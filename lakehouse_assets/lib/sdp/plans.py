@@ -12,15 +12,18 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-# Operators between an aggregation and its one table, or above the aggregation, that keep each
-# grouping key's rows to themselves: recomputing a key from its own input rows is then exact.
+# Operators between an aggregation and its one table that keep each grouping key's rows to
+# themselves: recomputing a key from its own input rows is then exact. Above the aggregation
+# only those that keep every row (a HAVING filter would hide a key its new rows do not reach).
 _ROW_WISE = {"filter", "project", "with_columns", "drop", "sort", "with_columns_renamed", "to_df"}
+_ABOVE = _ROW_WISE - {"filter"}
 
 
 @dataclass(frozen=True)
 class TableRead:
     name: str
     streaming: bool
+    options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,16 +44,25 @@ def plan_of(df: Any) -> Message:
     return df._plan.plan(df.sparkSession.client)
 
 
-def _relations(message: Message) -> list[Message]:
-    """Every ``Relation`` inside ``message``, itself first (subqueries included)."""
-    found = [message] if message.DESCRIPTOR.name == "Relation" else []
+def _messages(message: Message, kind: str) -> list[Message]:
+    """Every message of type ``kind`` (``Relation``, ``Expression``) inside ``message``, itself
+    first (subqueries included)."""
+    found = [message] if message.DESCRIPTOR.name == kind else []
     for field, value in message.ListFields():
-        if field.message_type is None:
+        if field.message_type is None or field.message_type.GetOptions().map_entry:
             continue
         for item in value if field.label == field.LABEL_REPEATED else [value]:
             if isinstance(item, Message):
-                found += _relations(item)
+                found += _messages(item, kind)
     return found
+
+
+def _relations(message: Message) -> list[Message]:
+    return _messages(message, "Relation")
+
+
+def _has_window(plan: Message) -> bool:
+    return any(e.WhichOneof("expr_type") == "window" for e in _messages(plan, "Expression"))
 
 
 def reads_of(plan: Message) -> Reads:
@@ -61,7 +73,8 @@ def reads_of(plan: Message) -> Reads:
             continue
         read = relation.read
         if read.WhichOneof("read_type") == "named_table":
-            found = TableRead(read.named_table.unparsed_identifier, read.is_streaming)
+            options = tuple(sorted(read.named_table.options.items()))
+            found = TableRead(read.named_table.unparsed_identifier, read.is_streaming, options)
             if found not in tables:
                 tables.append(found)
         else:
@@ -103,9 +116,11 @@ def incremental_keys(plan: Message) -> tuple[list[str], str] | None:
     """``(grouping keys, the table read)`` when the query is a GROUP BY of plain columns over
     one table through row-wise operators that keep those columns (and only row-wise operators
     above it); None when it must be recomputed whole."""
+    if _has_window(plan):
+        return None
     relation = plan
     above: list[Message] = []
-    while _op(relation) in _ROW_WISE:
+    while _op(relation) in _ABOVE:
         above.append(relation)
         relation = _input(relation)
     if _op(relation) != "aggregate":
@@ -118,11 +133,20 @@ def incremental_keys(plan: Message) -> tuple[list[str], str] | None:
     keys = [e.unresolved_attribute.unparsed_identifier for e in aggregate.grouping_expressions]
     if any("." in k or "`" in k for k in keys) or any(_redefines(r, keys) for r in above):
         return None
-    relation = aggregate.input
+    source = row_wise_source(aggregate.input, keys)
+    return (keys, source) if source else None
+
+
+def row_wise_source(plan: Message, keys: list[str]) -> str | None:
+    """The one table ``plan`` reads when it is only row-wise operators over that read that keep
+    ``keys`` as they are (so the rows of a key come from the table's rows of that key)."""
+    if _has_window(plan):
+        return None
+    relation = plan
     while _op(relation) in _ROW_WISE - {"sort"}:
         if _redefines(relation, keys):
             return None
         relation = _input(relation)
     if _op(relation) != "read" or relation.read.WhichOneof("read_type") != "named_table":
         return None
-    return keys, relation.read.named_table.unparsed_identifier
+    return relation.read.named_table.unparsed_identifier
