@@ -8,8 +8,9 @@
         return spark.readStream.table("raw_orders")
 
 Every name of ``pyspark.pipelines`` is here unchanged. Added, as Databricks Lakeflow has them:
-the expectation decorators (placed between ``@dp.table`` and the function) and
-:func:`create_auto_cdc_flow` with ``stored_as_scd_type=2`` and ``track_history_column_list``.
+the expectation decorators (placed between ``@dp.table`` and the function),
+:func:`create_auto_cdc_flow` with ``stored_as_scd_type=2`` and ``track_history_column_list``,
+``view``, ``read`` and ``read_stream``.
 They take effect when the pipeline runs here (:func:`~lakehouse_assets.lib.load_spark_pipeline`);
 each expectation is counted per run and shown as an asset check.
 """
@@ -32,6 +33,20 @@ from pyspark.pipelines.source_code_location import get_caller_source_code_locati
 
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.sdp.graph import CdcFlow, column_name, sql_text
+from lakehouse_assets.lib.sdp.session import SPARK
+
+view = temporary_view
+"""Lakeflow's name for :func:`temporary_view`."""
+
+
+def read(name: str) -> Any:
+    """Lakeflow's ``dp.read``: the dataset ``name`` as a snapshot (``spark.read.table``)."""
+    return SPARK.read.table(name)
+
+
+def read_stream(name: str) -> Any:
+    """Lakeflow's ``dp.read_stream``: the dataset ``name`` as a stream (``spark.readStream.table``)."""
+    return SPARK.readStream.table(name)
 
 EXPECTATIONS_ATTRIBUTE = "_lakehouse_expectations"
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -166,6 +181,9 @@ __all__ = [
     "expect_or_fail",
     "expect_or_quarantine",
     "materialized_view",
+    "read",
+    "read_stream",
     "table",
     "temporary_view",
+    "view",
 ]

@@ -150,3 +150,14 @@ def test_a_materialized_view_with_expectations_is_recomputed_whole(tmp_path: Pat
     )
     view = tables_of(tmp_path, body)["m"]
     assert isinstance(view.sink, OverwriteSink) and [e.name for e in view.expectations] == ["positive"]
+
+
+def test_lakeflow_view_read_and_read_stream(tmp_path: Path) -> None:
+    body = BRONZE + (
+        "from lakehouse_assets.lib import dp as ldp\n\n\n@ldp.view\ndef v():\n    return ldp.read_stream('b')\n\n\n"
+        "@dp.table\ndef s():\n    return spark.readStream.table('v').join(ldp.read('m'), 'k')\n\n\n"
+        "@dp.materialized_view\ndef m():\n    return ldp.read('b').groupBy('k').count()\n"
+    )
+    tables = tables_of(tmp_path, body)
+    assert "v" not in tables
+    assert tables["s"].streamed_tables == ["b"] and tables["s"].lookup_tables == ["m"]
