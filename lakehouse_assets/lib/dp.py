@@ -32,7 +32,7 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.pipelines.source_code_location import get_caller_source_code_location
 
 from lakehouse_assets.lib.declare.expectations import Expectation
-from lakehouse_assets.lib.sdp.graph import CdcFlow, column_name, sql_text
+from lakehouse_assets.lib.sdp.graph import CdcFlow, column_name, column_names, sql_text
 from lakehouse_assets.lib.sdp.session import SPARK
 
 view = temporary_view
@@ -147,22 +147,19 @@ def create_auto_cdc_flow(
     if str(stored_as_scd_type) not in ("1", "2"):
         raise TypeError(f"create_auto_cdc_flow({target!r}): stored_as_scd_type is 1 or 2, not {stored_as_scd_type!r}")
 
-    def names(columns: list[Any] | None, what: str) -> list[str] | None:
-        return None if columns is None else [column_name(c, what, location) for c in columns]
-
     get_active_graph_element_registry().register_auto_cdc_flow(
         CdcFlow(  # type: ignore[arg-type]
             name=name or target,
             target=target,
             source=source,
-            keys=names(keys, "keys") or [],
+            keys=column_names(keys, "keys", location) or [],
             sequence_by=column_name(sequence_by, "sequence_by", location),
             apply_as_deletes=sql_text(apply_as_deletes),
-            column_list=names(column_list, "column_list"),
-            except_column_list=names(except_column_list, "except_column_list"),
+            column_list=column_names(column_list, "column_list", location),
+            except_column_list=column_names(except_column_list, "except_column_list", location),
             stored_as_scd_type=int(stored_as_scd_type),
-            track_history_column_list=names(track_history_column_list, "track_history_column_list"),
-            track_history_except_column_list=names(track_history_except_column_list, "track_history_except_column_list"),
+            track_history_column_list=column_names(track_history_column_list, "track_history_column_list", location),
+            track_history_except_column_list=column_names(track_history_except_column_list, "track_history_except_column_list", location),
             source_code_location=location,
         )
     )

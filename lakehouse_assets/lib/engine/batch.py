@@ -87,6 +87,13 @@ def write_quarantine(
     return split.quarantined_rows
 
 
+def publisher(table: StreamingTable, rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
+    """Turns the function's kept rows into the table's rows: ``publish``, else select ``columns``
+    (default: every column of ``rows`` but the framework's own)."""
+    columns = table.columns or [c for c in rows.columns if not c.startswith("__lh_")]
+    return table.publish or (lambda df: df.select(*columns))
+
+
 def prepare_batches(
     spark: SparkSession, paths: LakehousePaths, table: StreamingTable, inputs: dict[str, DataFrame],
     ledger: BatchLedger, app_id: str,
@@ -95,8 +102,7 @@ def prepare_batches(
     micro-batch's rows are split by the expectations and written as they come; each batch's
     figures go to ``ledger``."""
     stream = table.transform(**inputs)
-    columns = table.columns or [c for c in stream.columns if not c.startswith("__lh_")]
-    publish: Callable[[DataFrame], DataFrame] = table.publish or (lambda df: df.select(*columns))
+    publish = publisher(table, stream)
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         report = RunReport(table.name)

@@ -17,9 +17,10 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.expectations import with_expectation_flags
 from lakehouse_assets.lib.declare.inputs import TableInput
+from lakehouse_assets.lib.declare.sinks import OverwriteSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import delta_log, faults, storage
-from lakehouse_assets.lib.engine.batch import evaluate_expectations
+from lakehouse_assets.lib.engine.batch import evaluate_expectations, publisher
 from lakehouse_assets.lib.engine.checkpoint import ensure_table
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.report import RunReport, sample_written
@@ -43,17 +44,16 @@ def run_overwrite(
     versions = input_versions(paths, table)
     saved = storage.read_text(_state_file(paths, table))
     exists = delta_log.delta_version(paths.table(table.name)) is not None
-    sink = table.sink
-    if exists and saved is not None and json.loads(saved) == versions and not getattr(sink, "always", False):
+    assert isinstance(table.sink, OverwriteSink)
+    if exists and saved is not None and json.loads(saved) == versions and not table.sink.always:
         log(f"{table.name}: every input is at the version of the last run ({versions}); not recomputed")
         return
     frames = read_inputs(spark, paths, table, log)
     rows = table.transform(**frames)
-    columns = table.columns or [c for c in rows.columns if not c.startswith("__lh_")]
     flagged = with_expectation_flags(rows, table.expectations).persist()
     try:
         split = evaluate_expectations(table, flagged, report)
-        published = (table.publish or (lambda df: df.select(*columns)))(split.kept)
+        published = publisher(table, rows)(split.kept)
         ensure_table(spark, paths, table.name, published.schema, table, main=True)
         published.write.format("delta").mode("overwrite").save(paths.table(table.name))
         faults.reached(table.name, "after_table_write")

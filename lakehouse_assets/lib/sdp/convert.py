@@ -24,7 +24,7 @@ from pyspark.pipelines.output import MaterializedView, Output, Sink, TemporaryVi
 from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
 
 from lakehouse_assets.lib.declare.checks import expectation_met
-from lakehouse_assets.lib.declare.flows import append_flow
+from lakehouse_assets.lib.declare.flows import Flow as TableFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stream
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, Sink as TableSink, recompute
 from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable
@@ -89,14 +89,18 @@ class Converter:
     def query(self, flow: Flow, inputs: FlowInputs) -> PipelineQuery:
         return PipelineQuery(str(self.loaded.spec_path), flow.target, flow.name, tuple(inputs.views), _at(flow))
 
-    def table(self, output: Output, sink: TableSink, inputs: dict[str, Input], queries: list[Flow], **extra: object) -> StreamingTable:
-        """The table of ``output``; its expectations are those of the functions of ``queries``."""
+    def table(
+        self, output: Output, sink: TableSink, inputs: dict[str, Input], queries: list[Flow], transform: PipelineQuery,
+        flows: list[TableFlow] | None = None, flow: str | None = None,
+    ) -> StreamingTable:  # fmt: skip
+        """The table of ``output``; its expectations are those of the functions of ``queries``;
+        ``flows`` its further flows, ``flow`` the name of its own (None: named like the table)."""
         expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
         quarantined = any(e.action == "quarantine" for e in expectations)
         kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
         return StreamingTable(
             name=output.name,
-            transform=extra.pop("transform"),  # type: ignore[arg-type]
+            transform=transform,
             group=self.group,
             inputs=inputs,
             sink=sink,
@@ -107,7 +111,8 @@ class Converter:
             description=output.comment or f"{kind.replace('_', ' ')} from {where(output.source_code_location)}",
             tags={"sdp/dataset": kind},
             checks=[expectation_met(e.name, e.condition, e.action) for e in expectations],
-            **extra,  # type: ignore[arg-type]
+            flows=flows or [],
+            flow=flow,
         )
 
     def materialized_view(self, output: MaterializedView) -> StreamingTable:

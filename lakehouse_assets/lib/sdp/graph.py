@@ -60,6 +60,11 @@ def column_name(column: Any, what: str, location: SourceCodeLocation) -> str:
     return str(name)
 
 
+def column_names(columns: list[Any] | None, what: str, location: SourceCodeLocation) -> list[str] | None:
+    """:func:`column_name` of each, or None when no list was given."""
+    return None if columns is None else [column_name(c, what, location) for c in columns]
+
+
 def sql_text(condition: Any) -> str | None:
     """A condition given as SQL text or as ``expr('...')``, as SQL text."""
     if condition is None or isinstance(condition, str):
@@ -75,16 +80,15 @@ def sql_text(condition: Any) -> str | None:
 
 def from_pyspark_cdc(flow: AutoCdcFlow) -> CdcFlow:
     loc = flow.source_code_location
-    names = lambda columns, what: None if columns is None else [column_name(c, what, loc) for c in columns]  # noqa: E731
     return CdcFlow(
         name=flow.name or flow.target,
         target=flow.target,
         source=flow.source,
-        keys=names(flow.keys, "keys") or [],
+        keys=column_names(flow.keys, "keys", loc) or [],
         sequence_by=column_name(flow.sequence_by, "sequence_by", loc),
         apply_as_deletes=sql_text(flow.apply_as_deletes),
-        column_list=names(flow.column_list, "column_list"),
-        except_column_list=names(flow.except_column_list, "except_column_list"),
+        column_list=column_names(flow.column_list, "column_list", loc),
+        except_column_list=column_names(flow.except_column_list, "except_column_list", loc),
         stored_as_scd_type=int(flow.stored_as_scd_type or 1),
         track_history_column_list=None,
         track_history_except_column_list=None,

@@ -89,11 +89,11 @@ def _import(file: Path) -> None:
         raise LakehouseError(f"{file}: loading it failed: {type(error).__name__}: {error}") from error
 
 
-def load_graph(spec_path: Path) -> LoadedPipeline:
-    """Import the pipeline's files and return what they declared. The caller chooses the
-    session they build plans with (:func:`~.session.planning` or :func:`~.session.running_on`)."""
+def load_graph(spec_path: Path, spec: PipelineSpec, configuration: Mapping[str, str]) -> LoadedPipeline:
+    """Import the files of the pipeline (:func:`read_spec` gave ``spec`` and ``configuration``)
+    and return what they declared. The caller chooses the session they build plans with
+    (:func:`~.session.planning` or :func:`~.session.running_on`, given ``configuration``)."""
     spec_path = spec_path.resolve()
-    spec, configuration = read_spec(spec_path)
     graph = PipelineGraph()
     with _in_folder(spec_path.parent), graph_element_registration_context(graph), _lakehouse_auto_cdc():
         for file in library_files(spec_path, spec):

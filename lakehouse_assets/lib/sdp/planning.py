@@ -34,11 +34,11 @@ def _outside_root(path: str, paths: LakehousePaths) -> bool:
 
 def load_and_plan(spec_path: Path) -> tuple[LoadedPipeline, dict[tuple[str, str], Planned]]:
     """Import the pipeline's files with a plan-only session and plan every flow."""
-    _, configuration = read_spec(spec_path.resolve())
+    spec, configuration = read_spec(spec_path.resolve())
     with planning(configuration) as planner:
         # Nothing answers: a function that needs a server fails now instead of retrying.
         planner.client.set_retry_policies([])
-        loaded = load_graph(spec_path)
+        loaded = load_graph(spec_path, spec, configuration)
         return loaded, _plan(loaded)
 
 

@@ -26,9 +26,9 @@ _LOADED: dict[str, LoadedPipeline] = {}
 
 def _runtime_pipeline(spec_path: str, session: Any) -> LoadedPipeline:
     if spec_path not in _LOADED:
-        _, configuration = read_spec(Path(spec_path))
+        spec, configuration = read_spec(Path(spec_path))
         with running_on(session, configuration):
-            _LOADED[spec_path] = load_graph(Path(spec_path))
+            _LOADED[spec_path] = load_graph(Path(spec_path), spec, configuration)
     return _LOADED[spec_path]
 
 
