@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from collections import defaultdict
 from pathlib import Path
 
@@ -13,20 +14,32 @@ def orders(shop: str, round_no: int) -> list[dict]:
     """Some invalid (no id, amount not positive) and one id repeated within the file."""
     rows = [
         {"order_id": f"{shop}{round_no}-{i}", "customer_id": f"c{(i * 7 + round_no) % 5}",
-         "amount": round(12.5 * i - 10 + round_no, 2), "ordered_at": f"2026-03-0{round_no}T1{i % 10}:00:00"}
+         "amount": round(12.5 * i - 10 + round_no, 2), "ordered_at": f"2026-03-{(round_no - 1) % 28 + 1:02d}T1{i % 10}:00:00"}
         for i in range(8)
     ]  # fmt: skip
     rows.append({"order_id": None, "customer_id": "c1", "amount": 5.0, "ordered_at": "2026-03-01T00:00:00"})
     return rows
 
 
+def _change(c: int, day: int, second: int, tier: str, country: str, op: str = "UPSERT", minute: int = 0) -> dict:
+    return {"customer_id": f"c{c}", "name": f"name{c}", "tier": tier, "country": country,
+            "updated_at": f"2026-03-{day:02d}T00:{minute:02d}:{second:02d}", "op": op}  # fmt: skip
+
+
 def customer_changes(round_no: int) -> list[dict]:
     """Upserts and a delete; round 2 also re-delivers a round-1 change and brings a late one
-    (older than what round 1 already applied for that customer)."""
-    def change(c: int, day: int, second: int, tier: str, country: str, op: str = "UPSERT") -> dict:
-        return {"customer_id": f"c{c}", "name": f"name{c}", "tier": tier, "country": country,
-                "updated_at": f"2026-03-{day:02d}T00:00:{second:02d}", "op": op}  # fmt: skip
-
+    (older than what round 1 already applied for that customer). Later rounds (for ``make
+    chaos-sdp``) are random changes, deletes, late ones and a re-delivery of the round before."""
+    change = _change
+    if round_no > 2:
+        draw = random.Random(round_no)
+        # Minute and second make every change's time unique: ties in sequence_by have no answer.
+        fresh = [
+            change(draw.randrange(8), draw.randint(1, 28), round_no % 60, draw.choice(["gold", "silver", "bronze"]),
+                   draw.choice(["DE", "FR", "US", "CA"]), "DELETE" if draw.random() < 0.15 else "UPSERT", 1 + i)
+            for i in range(6)
+        ]  # fmt: skip
+        return fresh + [customer_changes(round_no - 1)[0]]
     if round_no == 1:
         return [change(0, 1, 0, "gold", "DE"), change(1, 1, 0, "silver", "FR"), change(2, 1, 0, "gold", "US"),
                 change(3, 1, 0, "bronze", "US"), change(1, 2, 0, "gold", "FR")]  # fmt: skip

@@ -1,10 +1,13 @@
 """The example Spark Declarative Pipelines project (examples/sdp_orders), whose files hold only
 ``pyspark.pipelines`` code, materialized with ``dagster asset materialize`` over two landing
-rounds; every table is compared with answers computed here from the landed rows."""
+rounds, every run a client of one Spark Connect engine; every table is compared with answers
+computed here from the landed rows, and the datasets SDP can run with ``spark-pipelines run``
+on the same engine with SDP's tables."""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 import subprocess
 import sys
 from pathlib import Path
@@ -12,15 +15,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.settings import REPO_ROOT
+from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets_tests.sdp import orders_answers as answers
+from lakehouse_assets_tests.sdp import side_by_side
 
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 
 
-def materialize_all(root: Path, home: Path) -> str:
-    env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "DAGSTER_HOME": str(home)}
-    env.pop("SPARK_REMOTE", None)
+def materialize_all(root: Path, home: Path, remote: str) -> str:
+    env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "DAGSTER_HOME": str(home), "SPARK_REMOTE": remote}
     dagster = Path(sys.executable).parent / "dagster"
     command = [str(dagster), "asset", "materialize", "-f", str(EXAMPLE / "definitions.py"), "--select", "*"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
@@ -30,6 +35,19 @@ def materialize_all(root: Path, home: Path) -> str:
 
 def table(spark, root: Path, name: str) -> list[dict]:
     return [r.asDict() for r in spark.read.format("delta").load(str(root / "tables" / name)).collect()]
+
+
+def rows(spark, path: Path, columns: list[str]) -> Counter[tuple]:
+    return Counter(tuple(r) for r in spark.read.format("delta").load(str(path)).select(*columns).collect())
+
+
+def assert_same_as_spark_pipelines(spark, root: Path, work: Path, remote: str) -> None:
+    """``spark-pipelines run`` over the same landed files builds the same tables SDP can run."""
+    side_by_side.run_spark_pipelines(side_by_side.sdp_project(work, root / "landing" / "sdp_orders"), remote)
+    for dataset in side_by_side.SDP_DATASETS:
+        theirs = side_by_side.sdp_table_path(work, dataset)
+        columns = spark.read.format("delta").load(str(theirs)).columns
+        assert rows(spark, root / "tables" / dataset, columns) == rows(spark, theirs, columns), dataset
 
 
 def stamp(value) -> str | None:
@@ -68,6 +86,12 @@ def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Pat
         assert "lakehouse_assets" not in text, f"{source.name} must hold only pyspark.pipelines code"
     root, home = tmp_path / "root", tmp_path / "dagster"
     home.mkdir()
+    with open(tmp_path / "engine.log", "wb") as log, Engine(free_port(), log=log, conf=side_by_side.engine_conf(tmp_path)) as engine:
+        run_two_rounds(spark, root, home, engine.url)
+        assert_same_as_spark_pipelines(spark, root, tmp_path, engine.url)
+
+
+def run_two_rounds(spark, root: Path, home: Path, remote: str) -> None:
     landing = root / "landing" / "sdp_orders"
     eu, us, changes = [], [], []
     for round_no in (1, 2):
@@ -76,7 +100,7 @@ def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Pat
         answers.land(landing, "orders_us", f"{round_no}.json", new["us"])
         answers.land(landing, "customers", f"{round_no}.json", new["cdc"])
         eu, us, changes = eu + new["eu"], us + new["us"], changes + new["cdc"]
-        materialize_all(root, home)
+        materialize_all(root, home, remote)
         assert_tables_exact(spark, root, eu, us, changes)
         instance = dg.DagsterInstance.from_config(str(home))
         # Streaming tables read only the new files.
@@ -88,6 +112,6 @@ def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Pat
         assert latest_metadata(instance, "revenue_by_country")["refresh"] == "full"
 
     versions = {name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")}
-    materialize_all(root, home)  # nothing new landed
+    materialize_all(root, home, remote)  # nothing new landed
     after = {name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")}
     assert after == versions, "a run with nothing new changed a table"

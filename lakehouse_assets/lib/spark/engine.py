@@ -26,9 +26,10 @@ from lakehouse_assets.lib.spark.session import spark_conf
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
-def engine_command(port: int, master: str | None = None) -> list[str]:
-    """``spark-submit`` of the Connect server on 127.0.0.1:``port`` with :func:`spark_conf`."""
-    conf = spark_conf(master=master, class_archive_ok=False)
+def engine_command(port: int, master: str | None = None, extra: dict[str, str] | None = None) -> list[str]:
+    """``spark-submit`` of the Connect server on 127.0.0.1:``port`` with :func:`spark_conf`
+    (and ``extra`` settings over it)."""
+    conf = spark_conf(master=master, class_archive_ok=False, extra=extra)
     conf |= {
         "spark.app.name": "lakehouse_assets-engine",
         "spark.connect.grpc.binding.address": current().spark_local_ip,
@@ -67,12 +68,16 @@ class Engine:
     :param port: the port to serve on.
     :param master: the Spark master (default ``SPARK_MASTER``, ``local[*]``).
     :param log: where the server's output goes (default: this process's output).
+    :param conf: Spark settings over the project's (static ones too, such as the warehouse folder).
     """
 
-    def __init__(self, port: int, master: str | None = None, log: IO[bytes] | None = None) -> None:
+    def __init__(
+        self, port: int, master: str | None = None, log: IO[bytes] | None = None, conf: dict[str, str] | None = None
+    ) -> None:
         self.port = port
         self.master = master
         self.log = log
+        self.conf = conf
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -81,7 +86,7 @@ class Engine:
 
     def start(self, timeout: float = 180) -> Engine:
         self.process = subprocess.Popen(
-            engine_command(self.port, self.master), cwd=REPO_ROOT, env=engine_env(),
+            engine_command(self.port, self.master, self.conf), cwd=REPO_ROOT, env=engine_env(),
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + timeout

@@ -1,16 +1,7 @@
-"""Gold: revenue per customer (maintained incrementally) and per country (recomputed)."""
+"""Gold: revenue per customer country, a join with the current customers (recomputed)."""
 
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
-
-
-@dp.materialized_view(comment="Revenue and order count per customer.")
-def customer_revenue():
-    return (
-        spark.read.table("silver_orders")  # noqa: F821
-        .groupBy("customer_id")
-        .agg(F.round(F.sum("amount"), 2).alias("revenue"), F.count("*").alias("orders"))
-    )
 
 
 @dp.materialized_view(comment="Revenue per customer country (unknown without a current customer).")
