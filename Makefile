@@ -12,7 +12,7 @@ LOCAL_INSTANCE := $(CURDIR)/data/dagster
 export DAGSTER_HOME ?= $(LOCAL_INSTANCE)
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos
+.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos chaos-sdp
 
 help:
 	@echo "make demo        - land a sample batch, materialize every asset, print a summary"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench       - the benchmark suite (bench/results.md)"
 	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows;"
 	@echo "                   CHAOS_ARGS='--engine' runs through a Spark Connect engine and kills it too"
+	@echo "make chaos-sdp   - the same for the SDP example (examples/sdp_orders): CHAOS_ARGS='--rounds 4 --kills-per-round 6'"
 	@echo "make setup       - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
 	@echo "make clean-data  - delete the landing zone, tables, checkpoints and Dagster's local runs under data/"
 	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: data/dagster),"
@@ -157,6 +158,9 @@ bench: $(STAMP) jars
 
 chaos: setup
 	@$(BIN)/python scripts/chaos.py $(CHAOS_ARGS)
+
+chaos-sdp: setup
+	@$(BIN)/python scripts/chaos_sdp.py $(CHAOS_ARGS)
 
 test: setup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS)

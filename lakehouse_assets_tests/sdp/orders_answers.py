@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ORDER_KEYS = ("order_id", "customer_id", "amount", "ordered_at")
@@ -117,3 +117,33 @@ def revenue_by_country(silver: set[tuple], current: set[tuple]) -> dict[str, flo
     for _, customer, amount, _ in silver:
         totals[country.get(customer, "unknown")] += amount
     return {k: round(v, 2) for k, v in totals.items()}
+
+
+# The columns each table is compared on, in the order of expected_rows' tuples.
+COMPARED_COLUMNS = {
+    "bronze_orders_eu": ("order_id", "customer_id", "amount"),
+    "bronze_orders_us": ("order_id", "customer_id", "amount"),
+    "bronze_customer_changes": ("customer_id", "updated_at", "op"),
+    "silver_orders": ("order_id", "customer_id", "amount", "region"),
+    "customers": ("customer_id", "name", "tier", "country", "updated_at"),
+    "customers_history": ("customer_id", "tier", "country", "valid_from", "valid_to"),
+    "customer_revenue": ("customer_id", "revenue", "orders"),
+    "revenue_by_country": ("country", "revenue"),
+}
+
+
+def expected_rows(eu: list[dict], us: list[dict], changes: list[dict]) -> dict[str, Counter]:
+    """Every table of the example as a multiset of :data:`COMPARED_COLUMNS` tuples (times as
+    ``YYYY-MM-DDTHH:MM:SS`` text)."""
+    silver = silver_orders(eu, us)
+    current = customers_scd1(changes)
+    return {
+        "bronze_orders_eu": Counter((o["order_id"], o["customer_id"], o["amount"]) for o in eu),
+        "bronze_orders_us": Counter((o["order_id"], o["customer_id"], o["amount"]) for o in us),
+        "bronze_customer_changes": Counter((c["customer_id"], c["updated_at"], c["op"]) for c in changes),
+        "silver_orders": Counter(silver),
+        "customers": Counter(current),
+        "customers_history": Counter(customers_scd2(changes)),
+        "customer_revenue": Counter((k, *v) for k, v in customer_revenue(silver).items()),
+        "revenue_by_country": Counter(revenue_by_country(silver, current).items()),
+    }

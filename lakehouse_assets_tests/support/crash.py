@@ -32,10 +32,12 @@ def materialize_in_child(
     timeout: float = 900,
     run_config: dict | None = None,
     env: dict[str, str] | None = None,
+    location: tuple[str, ...] = ("-m", "lakehouse_assets"),
 ) -> Outcome:
-    """``dagster asset materialize`` in its own process group; SIGKILL the whole group after
-    ``kill_after`` seconds, or let ``fault`` (``<table>:<point>``, a fault point of
-    :mod:`lakehouse_assets.lib.engine.faults`) kill it at a precise instant."""
+    """``dagster asset materialize`` of the code ``location`` (default: the demo) in its own
+    process group; SIGKILL the whole group after ``kill_after`` seconds, or let ``fault``
+    (``<table>:<point>``, a fault point of :mod:`lakehouse_assets.lib.engine.faults`) kill it
+    at a precise instant."""
     home = root / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     extra = env or {}
@@ -49,7 +51,7 @@ def materialize_in_child(
     started = time.monotonic()
     with open(log, "ab") as out:
         child = subprocess.Popen(
-            [DAGSTER, "asset", "materialize", "-m", "lakehouse_assets", "--select", selection, *config],
+            [DAGSTER, "asset", "materialize", *location, "--select", selection, *config],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         killed = False
