@@ -12,6 +12,7 @@ pytest.register_assert_rewrite("lakehouse_assets_tests.support")
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.spark.session import get_spark
+from lakehouse_assets_tests.support.browser import chromium_driver
 from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 
 
@@ -33,3 +34,10 @@ def module_lakehouse(tmp_path_factory: pytest.TempPathFactory, spark: SparkSessi
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SPARK_LOG_LEVEL", "ERROR")
+
+
+@pytest.fixture
+def browser(tmp_path: Path):
+    """Headless Chromium (installed from Debian's packages when missing, else the test skips)."""
+    with chromium_driver(tmp_path / "chromium-profile") as driver:
+        yield driver

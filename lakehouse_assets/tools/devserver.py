@@ -48,6 +48,7 @@ class DagsterDev:
         env: dict[str, str] | None = None,
         log_path: Path | None = None,
         engine: bool = False,
+        location: tuple[str, ...] = ("-w", "workspace.yaml"),
     ):
         self.port = port or free_port()
         # As `make dev` does: runs are clients of a Spark Connect engine started beside dagster dev.
@@ -60,6 +61,7 @@ class DagsterDev:
             home = isolated_home(REPO_ROOT / "data" / "dagster")  # as make does
         self.home = Path(home or os.environ["DAGSTER_HOME"])
         self.root = str(root) if root else None
+        self.location = location
         self.env = env or {}
         self.log_path = log_path or (self.home / "dagster-dev.log")
         self.process: subprocess.Popen | None = None
@@ -83,7 +85,7 @@ class DagsterDev:
             self.engine.start()
             env["SPARK_REMOTE"] = self.engine.url
         self.process = subprocess.Popen(
-            [str(dagster), "dev", "-h", "127.0.0.1", "-p", str(self.port), "-w", "workspace.yaml"],
+            [str(dagster), "dev", "-h", "127.0.0.1", "-p", str(self.port), *self.location],
             cwd=REPO_ROOT,
             env=env,
             stdout=self._log,

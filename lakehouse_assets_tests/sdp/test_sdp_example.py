@@ -7,6 +7,7 @@ on the same engine with SDP's tables."""
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 import subprocess
 import sys
@@ -18,14 +19,18 @@ import pytest
 from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.lib.spark.engine import Engine
+from lakehouse_assets.tools.devserver import DagsterDev
 from lakehouse_assets_tests.sdp import orders_answers as answers
 from lakehouse_assets_tests.sdp import side_by_side
+from lakehouse_assets_tests.support.browser import SCREENSHOTS, body_text, shown_names, wait_until
 
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 
 
-def materialize_all(root: Path, home: Path, remote: str) -> str:
-    env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "DAGSTER_HOME": str(home), "SPARK_REMOTE": remote}
+def materialize_all(root: Path, home: Path, remote: str | None) -> str:
+    env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "DAGSTER_HOME": str(home)}
+    env.pop("SPARK_REMOTE", None)
+    env |= {"SPARK_REMOTE": remote} if remote else {}
     dagster = Path(sys.executable).parent / "dagster"
     command = [str(dagster), "asset", "materialize", "-f", str(EXAMPLE / "definitions.py"), "--select", "*"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
@@ -79,13 +84,20 @@ def assert_tables_exact(spark, root: Path, eu: list[dict], us: list[dict], chang
     assert by_country == answers.revenue_by_country(silver, current)
 
 
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The example's data root and Dagster instance, shared by this module's tests."""
+    work = tmp_path_factory.mktemp("sdp_example")
+    (work / "dagster").mkdir()
+    return work / "root", work / "dagster"
+
+
 @pytest.mark.slow
-def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Path, spark) -> None:
+def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Path, spark, example) -> None:
     for source in (EXAMPLE / "transformations").glob("*.py"):
         text = source.read_text()
         assert "lakehouse_assets" not in text, f"{source.name} must hold only pyspark.pipelines code"
-    root, home = tmp_path / "root", tmp_path / "dagster"
-    home.mkdir()
+    root, home = example
     with open(tmp_path / "engine.log", "wb") as log, Engine(free_port(), log=log, conf=side_by_side.engine_conf(tmp_path)) as engine:
         run_two_rounds(spark, root, home, engine.url)
         assert_same_as_spark_pipelines(spark, root, tmp_path, engine.url)
@@ -115,3 +127,31 @@ def run_two_rounds(spark, root: Path, home: Path, remote: str) -> None:
     materialize_all(root, home, remote)  # nothing new landed
     after = {name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")}
     assert after == versions, "a run with nothing new changed a table"
+
+
+@pytest.mark.slow
+def test_the_ui_shows_every_dataset_with_lineage_metadata_and_checks(example, browser) -> None:
+    """``dagster dev -f definitions.py`` in headless Chromium; screenshots for the docs."""
+    root, home = example
+    if not (root / "tables").exists():  # run alone: one round of files, one run
+        for folder, rows in (("orders_eu", answers.orders("eu", 1)), ("orders_us", answers.orders("us", 1)),
+                             ("customers", answers.customer_changes(1))):  # fmt: skip
+            answers.land(root / "landing" / "sdp_orders", folder, "1.json", rows)
+        materialize_all(root, home, remote=None)
+    datasets = set(answers.COMPARED_COLUMNS)
+    with DagsterDev(root=root, home=home, location=("-f", str(EXAMPLE / "definitions.py"))) as dev:
+        browser.get(f"{dev.url}/asset-groups")
+        browser.execute_script("localStorage.setItem('communityNux', '1')")  # no first-visit dialog
+        browser.set_window_size(1600, 1000)
+        browser.get(f"{dev.url}/asset-groups")
+        wait_until(lambda: datasets <= shown_names(browser), 120, "every dataset in the lineage")
+        time.sleep(3)
+        assert browser.save_screenshot(str(SCREENSHOTS / "sdp-lineage.png"))
+        browser.get(f"{dev.url}/assets/customer_revenue")
+        shown = ("incremental", "rows_read", "Row count", "Revenue and order count per customer")
+        wait_until(lambda: all(s in body_text(browser) for s in shown), 120, f"the asset page showing {shown}")
+        time.sleep(2)
+        assert browser.save_screenshot(str(SCREENSHOTS / "sdp-asset-page.png"))
+        for asset, check in (("customer_revenue", "unique_customer_id"), ("customers_history", "scd2_history_valid")):
+            browser.get(f"{dev.url}/assets/{asset}?view=checks")
+            wait_until(lambda: check in body_text(browser), 120, f"{asset}'s check {check}")

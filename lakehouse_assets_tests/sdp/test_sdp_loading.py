@@ -53,6 +53,11 @@ def test_example_datasets_lineage_and_strategies() -> None:
     assert isinstance(tables["revenue_by_country"].sink, OverwriteSink)
     assert tables["revenue_by_country"].lookup_tables == ["silver_orders", "customers"]
     assert {t.group for t in tables.values()} == {"sdp_orders"}
+    # What the declared keys promise is checked after every run.
+    checks = {name: {c.name for c in t.checks} for name, t in tables.items()}
+    assert "unique_customer_id" in checks["customers"] and "unique_customer_id" in checks["customer_revenue"]
+    assert "scd2_history_valid" in checks["customers_history"]
+    assert not any(c.startswith("unique") for c in checks["revenue_by_country"])
 
 
 def test_component_builds_the_same_assets() -> None:

@@ -23,7 +23,7 @@ from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.output import MaterializedView, Output, Sink, TemporaryView
 from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
 
-from lakehouse_assets.lib.declare.checks import expectation_met
+from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
 from lakehouse_assets.lib.declare.flows import Flow as TableFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stream
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, Sink as TableSink, recompute
@@ -91,10 +91,11 @@ class Converter:
 
     def table(
         self, output: Output, sink: TableSink, inputs: dict[str, Input], queries: list[Flow], transform: PipelineQuery,
-        flows: list[TableFlow] | None = None, flow: str | None = None,
+        flows: list[TableFlow] | None = None, flow: str | None = None, key_checks: list[TableCheck] | None = None,
     ) -> StreamingTable:  # fmt: skip
         """The table of ``output``; its expectations are those of the functions of ``queries``;
-        ``flows`` its further flows, ``flow`` the name of its own (None: named like the table)."""
+        ``flows`` its further flows, ``flow`` the name of its own (None: named like the table);
+        ``key_checks`` what its declared keys promise."""
         expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
         quarantined = any(e.action == "quarantine" for e in expectations)
         kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
@@ -110,7 +111,7 @@ class Converter:
             table_properties=dict(getattr(output, "table_properties", None) or {}),
             description=output.comment or f"{kind.replace('_', ' ')} from {where(output.source_code_location)}",
             tags={"sdp/dataset": kind},
-            checks=[expectation_met(e.name, e.condition, e.action) for e in expectations],
+            checks=[*(key_checks or []), *(expectation_met(e.name, e.condition, e.action) for e in expectations)],
             flows=flows or [],
             flow=flow,
         )
@@ -133,9 +134,10 @@ class Converter:
             keys, source = planned.incremental
             inputs: dict[str, Input] = {source: change_feed(source)}
             sink = recompute(keys, reread_by=keys[0])
+            key_checks = [unique(*keys)]
         else:
-            inputs, sink = found.declared(), OverwriteSink(always=bool(found.files))
-        return self.table(output, sink, inputs, flows, transform=self.query(flows[0], found))
+            inputs, sink, key_checks = found.declared(), OverwriteSink(always=bool(found.files)), []
+        return self.table(output, sink, inputs, flows, transform=self.query(flows[0], found), key_checks=key_checks)
 
     def cdc_table(self, output: SdpStreamingTable) -> StreamingTable:
         (flow,) = self.graph.cdc_into(output.name)
@@ -159,7 +161,8 @@ class Converter:
             raise LakehouseError(f"{place}: the Auto CDC flow into {output.name} reads its changes from one dataset as a stream")
         transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, _at(flow))
         sink: RecomputeSink = cdc_sink(flow)
-        return self.table(output, sink, found.declared(), [], transform=transform)
+        keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
+        return self.table(output, sink, found.declared(), [], transform=transform, key_checks=[keyed])
 
     def streaming_table(self, output: SdpStreamingTable) -> StreamingTable:
         cdc, flows = self.graph.cdc_into(output.name), self.graph.flows_into(output.name)

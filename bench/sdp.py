@@ -1,0 +1,174 @@
+"""The example SDP project side by side: ``spark-pipelines run`` and ``dagster asset materialize``.
+
+    python -m bench.sdp [--reps 5]     (make bench-sdp)
+
+Like for like: both sides are clients of one Spark Connect engine with Delta (started here,
+warm before anything is timed), read the same landing folder and build the same five datasets,
+the ones SDP can run here (``lakehouse_assets_tests/sdp/side_by_side.py`` says why the Auto CDC
+tables are left out): three bronze streaming tables, ``silver_orders`` (two append flows) and
+the materialized view ``customer_revenue``. After a warm-up run of each, every repetition lands
+one new file per source and runs each side in a fresh process, alternating which goes first;
+then each side runs with nothing new. Writes ``bench/sdp_results.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+from pathlib import Path
+
+import dagster as dg
+
+from bench.common import BENCH, BIN, REPO, load, log, machine, median, run
+from lakehouse_assets.lib.ports import free_port
+from lakehouse_assets.lib.spark.engine import Engine
+from lakehouse_assets_tests.sdp import orders_answers as answers
+from lakehouse_assets_tests.sdp import side_by_side
+
+DEFINITIONS = REPO / "examples" / "sdp_orders" / "definitions.py"
+
+
+def _versions(table: Path) -> int:
+    return len(list((table / "_delta_log").glob("*.json")))
+
+
+class Sides:
+    def __init__(self, work: Path, engine_url: str) -> None:
+        self.work, self.url = work, engine_url
+        self.root, self.home = work / "lakehouse", work / "dagster_home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.landing = self.root / "landing" / "sdp_orders"
+        self.project = side_by_side.sdp_project(work, self.landing)
+        self.rounds = 0
+
+    def land(self) -> None:
+        self.rounds += 1
+        for folder, rows in (("orders_eu", answers.orders("eu", self.rounds)), ("orders_us", answers.orders("us", self.rounds)),
+                             ("customers", answers.customer_changes(self.rounds))):  # fmt: skip
+            answers.land(self.landing, folder, f"{self.rounds}.json", rows)
+
+    def ours(self):
+        env = {"LAKEHOUSE_ROOT": str(self.root), "DAGSTER_HOME": str(self.home), "SPARK_REMOTE": self.url}
+        select = ",".join(side_by_side.SDP_DATASETS)
+        return run([str(BIN / "dagster"), "asset", "materialize", "-f", str(DEFINITIONS), "--select", select], env)
+
+    def theirs(self):
+        command = [str(side_by_side.SPARK_PIPELINES), "run", "--spec", str(self.project / "spark-pipeline.yml"),
+                   "--remote", self.url]  # fmt: skip
+        return run(command, {"PYSPARK_PYTHON": str(BIN / "python")})
+
+    def revenue_versions(self) -> tuple[int, int]:
+        """Delta versions of ``customer_revenue``: (ours, SDP's)."""
+        return (_versions(self.root / "tables" / "customer_revenue"),
+                _versions(side_by_side.sdp_table_path(self.work, "customer_revenue")))  # fmt: skip
+
+    def our_report(self) -> dict:
+        """What our last run left in Dagster per dataset: rows read, rows written, refresh."""
+        instance = dg.DagsterInstance.from_config(str(self.home))
+        report = {}
+        for name in side_by_side.SDP_DATASETS:
+            event = instance.get_latest_materialization_event(dg.AssetKey(name))
+            meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
+            report[name] = {k: getattr(v, "value", v) for k, v in meta.items() if k in ("rows_read", "rows_written", "refresh")}
+        return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--base", type=int, default=3, help="rounds of files landed before the warm-up runs")
+    parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench-sdp"))
+    args = parser.parse_args(argv)
+    work = Path(args.workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    results: dict = {"machine": machine(), "load_start": load(), "reps": args.reps, "base_rounds": args.base}
+    with open(work / "engine.log", "wb") as engine_log, Engine(free_port(), log=engine_log, conf=side_by_side.engine_conf(work)) as engine:
+        sides = Sides(work, engine.url)
+        for _ in range(args.base):
+            sides.land()
+        log("warm-up: one run of each side over the first files (not timed)")
+        for proc in (sides.ours(), sides.theirs()):
+            assert proc.rc == 0, proc.out[-3000:]
+        walls: dict[str, list[float]] = {"ours": [], "theirs": []}
+        added: dict[str, list[int]] = {"ours": [], "theirs": []}
+        for i in range(args.reps):
+            sides.land()
+            for side in (("ours", "theirs") if i % 2 == 0 else ("theirs", "ours")):
+                before = sides.revenue_versions()
+                proc = sides.ours() if side == "ours" else sides.theirs()
+                assert proc.rc == 0, proc.out[-3000:]
+                walls[side].append(proc.wall_s)
+                added[side].append(sides.revenue_versions()[side == "theirs"] - before[side == "theirs"])
+                if side == "theirs":
+                    results["sdp_output_tail"] = [line for line in proc.out.splitlines() if re.search(r"Flow |Run is", line)]
+            log(f"rep {i + 1}: lakehouse_assets {walls['ours'][-1]:.1f}s, spark-pipelines {walls['theirs'][-1]:.1f}s")
+        results["our_report"] = sides.our_report()
+        idle = {"ours": [], "theirs": []}
+        idle_added = {"ours": 0, "theirs": 0}
+        for _ in range(3):
+            before = sides.revenue_versions()
+            idle["ours"].append(sides.ours().wall_s)
+            idle["theirs"].append(sides.theirs().wall_s)
+            after = sides.revenue_versions()
+            idle_added["ours"] += after[0] - before[0]
+            idle_added["theirs"] += after[1] - before[1]
+        log(f"no new data: lakehouse_assets {median(idle['ours']):.1f}s, spark-pipelines {median(idle['theirs']):.1f}s")
+    results |= {"incremental_s": walls, "revenue_versions_added": added, "no_data_s": idle,
+                "no_data_revenue_versions_added": idle_added, "load_end": load()}  # fmt: skip
+    (BENCH / "sdp_results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    (BENCH / "sdp_results.md").write_text(report(results))
+    log(f"written: {BENCH / 'sdp_results.md'}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def report(r: dict) -> str:
+    m, w, idle = r["machine"], r["incremental_s"], r["no_data_s"]
+    flows = sum(1 for line in r.get("sdp_output_tail", []) if "has COMPLETED" in line)
+    lines = [
+        "# The SDP example: spark-pipelines run and lakehouse_assets, side by side",
+        "",
+        f"Written by `python -m bench.sdp` (`bench/sdp.py`, whose docstring gives the method) on {m['cpu']}, "
+        f"{m['cores']} cores; PySpark {m['pyspark']}, delta-spark {m['delta-spark']}, Dagster {m['dagster']}. "
+        f"Load average {r['load_start']} at start, {r['load_end']} at the end. Both sides are clients of one warm "
+        f"Spark Connect engine; {r['base_rounds']} rounds of files were landed and run before timing; medians of "
+        f"{r['reps']} runs, each after one new file per source (9 orders per shop, 5–7 customer changes).",
+        "",
+        "| | spark-pipelines run | lakehouse_assets (dagster asset materialize) |",
+        "|---|---|---|",
+        f"| one new file per source: wall time | {median(w['theirs']):.1f} s | {median(w['ours']):.1f} s |",
+        f"| nothing new: wall time | {median(idle['theirs']):.1f} s | {median(idle['ours']):.1f} s |",
+        f"| `customer_revenue` Delta versions written per incremental run | {median(r['revenue_versions_added']['theirs']):g} "
+        f"| {median(r['revenue_versions_added']['ours']):g} |",
+        f"| `customer_revenue` Delta versions written by 3 runs with nothing new | {r['no_data_revenue_versions_added']['theirs']} "
+        f"| {r['no_data_revenue_versions_added']['ours']} |",
+        "",
+        "All runs: spark-pipelines " + ", ".join(f"{s:.1f}" for s in w["theirs"]) + " s; lakehouse_assets "
+        + ", ".join(f"{s:.1f}" for s in w["ours"]) + " s.",
+        "",
+        "## What each reports to the user",
+        "",
+        f"**spark-pipelines run** prints flow state changes to the terminal ({flows} flows completed in the last "
+        "incremental run) and keeps no history, row counts or expectations outside the process. Its last run's lines:",
+        "",
+        "```",
+        *r.get("sdp_output_tail", []),
+        "```",
+        "",
+        "**lakehouse_assets** records one Dagster materialization per dataset with its metadata (and the run, its "
+        "logs and asset checks in the instance). The last incremental run's figures, per dataset:",
+        "",
+        "| dataset | rows read | rows written | refresh |",
+        "|---|---|---|---|",
+        *[f"| {name} | {meta.get('rows_read', '—')} | {meta.get('rows_written', '—')} | {meta.get('refresh', '—')} |"
+          for name, meta in r["our_report"].items()],  # fmt: skip
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
