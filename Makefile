@@ -23,7 +23,7 @@ help:
 	@echo "make land        - drop a new generated batch into the landing zone"
 	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
 	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
-	@echo "make bench       - the benchmark suite (bench/results.md)"
+	@echo "make bench       - the benchmark suite (bench/results.md); make bench-sdp: the SDP example vs spark-pipelines"
 	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows;"
 	@echo "                   CHAOS_ARGS='--engine' runs through a Spark Connect engine and kills it too"
 	@echo "make chaos-sdp   - the same for the SDP example (examples/sdp_orders): CHAOS_ARGS='--rounds 4 --kills-per-round 6'"
@@ -155,6 +155,11 @@ bench: $(STAMP) jars
 	@$(BIN)/python -c "import duckdb, matplotlib, psutil" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[test,bench]' || { \
 	  echo "Setup stopped: pip could not install the bench extra (matplotlib, duckdb, psutil); check the network or proxy." >&2; exit 1; }
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# The SDP example through spark-pipelines run and through Dagster, on one engine (bench/sdp_results.md).
+.PHONY: bench-sdp
+bench-sdp: $(STAMP) jars
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.sdp $(BENCH_ARGS)
 
 chaos: setup
 	@$(BIN)/python scripts/chaos.py $(CHAOS_ARGS)
