@@ -19,6 +19,7 @@ help:
 	@echo "make test        - run the test suite (PYTEST_ARGS='-m \"not slow\"' for the quick part)"
 	@echo "make dev         - start the Spark Connect engine, the Dagster UI and daemon on http://127.0.0.1:\$$DAGSTER_PORT (3000)"
 	@echo "make engine      - run the Spark Connect engine in the foreground (then export SPARK_REMOTE=sc://127.0.0.1:15002)"
+	@echo "make postgres    - run a throwaway PostgreSQL for Dagster's storage in the foreground; make dev POSTGRES=1 starts one too"
 	@echo "make kafka       - run a Kafka broker in the foreground on 127.0.0.1:\$$LAKEHOUSE_KAFKA_PORT (9092); make dev KAFKA=1 starts one too"
 	@echo "make land        - drop a new generated batch into the landing zone"
 	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
@@ -111,6 +112,12 @@ land: setup
 engine: setup
 	@SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m lakehouse_assets.lib.spark.engine
 
+# A throwaway PostgreSQL (Debian's package) on 127.0.0.1:$$LAKEHOUSE_POSTGRES_PORT (5433) in the
+# foreground; it prints the DAGSTER_PG_URL for a dagster.yaml with Postgres storage.
+.PHONY: postgres
+postgres: setup
+	@$(BIN)/python -m lakehouse_assets.tools.postgres --port $${LAKEHOUSE_POSTGRES_PORT:-5433}
+
 # A single-node Kafka broker (KRaft) in the foreground, data under $(LAKEHOUSE_ROOT)/kafka; runs
 # read it with LAKEHOUSE_KAFKA_BOOTSTRAP=127.0.0.1:9092 (bronze_events' flow from topic events).
 kafka: setup
@@ -122,6 +129,8 @@ kafka: setup
 # names); ENGINE=0 runs each in its own embedded Spark instead. The services log warnings and
 # errors only (idle, the daemon's INFO lines are ~100 a minute); DAGSTER_LOG_LEVEL=info for all.
 # KAFKA=1 starts a Kafka broker too (make kafka) and points every run and sensor at it.
+# POSTGRES=1 starts a throwaway PostgreSQL (make postgres) and keeps the instance there
+# (DAGSTER_HOME=data/dagster-postgres, Postgres storage; deleted when make dev stops).
 dev: setup
 	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; pids=""; \
 	trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null' EXIT; \
@@ -132,6 +141,15 @@ dev: setup
 	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: the Kafka broker did not start" >&2; exit 1; }; sleep 1; \
 	  done; \
 	  export LAKEHOUSE_KAFKA_BOOTSTRAP=127.0.0.1:$$kport; \
+	fi; \
+	if [ "$${POSTGRES:-0}" = 1 ]; then \
+	  pgport=$${LAKEHOUSE_POSTGRES_PORT:-5433}; \
+	  $(BIN)/python -m lakehouse_assets.tools.postgres --port $$pgport & pids="$$pids $$!"; \
+	  until $(BIN)/python -c "import psycopg2; psycopg2.connect(host='127.0.0.1', port=$$pgport, user='lakehouse', dbname='dagster')" 2>/dev/null; do \
+	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: PostgreSQL did not start" >&2; exit 1; }; sleep 1; \
+	  done; \
+	  export DAGSTER_PG_URL=postgresql+psycopg2://lakehouse@127.0.0.1:$$pgport/dagster DAGSTER_HOME=$(CURDIR)/data/dagster-postgres; \
+	  $(BIN)/python -c "from pathlib import Path; from lakehouse_assets.tools.postgres import postgres_home; postgres_home(Path('$$DAGSTER_HOME'))"; \
 	fi; \
 	if [ "$${ENGINE:-1}" != 0 ] && [ -z "$${SPARK_REMOTE:-}" ]; then \
 	  port=$${LAKEHOUSE_ENGINE_PORT:-15002}; \

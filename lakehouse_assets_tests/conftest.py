@@ -12,6 +12,7 @@ pytest.register_assert_rewrite("lakehouse_assets_tests.support")
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.spark.session import get_spark
+from lakehouse_assets.tools.postgres import PostgresServer
 from lakehouse_assets_tests.support.browser import chromium_driver
 from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 
@@ -41,3 +42,10 @@ def browser(tmp_path: Path):
     """Headless Chromium (installed from Debian's packages when missing, else the test skips)."""
     with chromium_driver(tmp_path / "chromium-profile") as driver:
         yield driver
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server (Debian's package) for the session; each test makes its database."""
+    with PostgresServer() as server:
+        yield server

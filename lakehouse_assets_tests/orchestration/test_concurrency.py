@@ -1,8 +1,8 @@
 """Never two writers on one table: overlapping runs queue on the per-table pools.
 
 Three ``dagster asset materialize --select '*gold_hourly_revenue'`` processes (the CLI path) start at once against
-one instance (the repository's dagster.yaml with storage in a temporary folder) and one data
-root. Each table's step claims the pool ``lakehouse/<table>`` (limit 1), so for every table the
+one instance and one data root: the repository's dagster.yaml with its storage in a temporary
+folder (SQLite, one machine), or in a PostgreSQL database (what runs from several machines share). Each table's step claims the pool ``lakehouse/<table>`` (limit 1), so for every table the
 steps of the three runs must not overlap in time, and the framework's OS lock must never have
 had to wait (the pools did the serializing). Afterwards every table is exact.
 """
@@ -25,14 +25,21 @@ from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths
 from lakehouse_assets.tools.devserver import isolated_home
+from lakehouse_assets.tools.postgres import postgres_home
 from lakehouse_assets_tests.support.runs import assert_events_exact, assert_no_overlap, step_intervals
 
 pytestmark = pytest.mark.slow
 
 # gold_hourly_revenue and everything upstream of it ("*"; "+" would add one layer only)
 SELECTION = "*gold_hourly_revenue"
-def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark) -> None:
-    home = isolated_home(tmp_path / "home")
+@pytest.mark.parametrize("storage", ["sqlite", "postgres"])
+def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark, storage: str, request, monkeypatch) -> None:
+    if storage == "postgres":
+        database = request.getfixturevalue("postgres").create_database(f"concurrency_{tmp_path.name.lower()}")
+        monkeypatch.setenv("DAGSTER_PG_URL", database)
+        home = postgres_home(tmp_path / "home")
+    else:
+        home = isolated_home(tmp_path / "home")
     # Create the instance's SQLite schema once: three processes creating it at the same moment
     # race ("table secondary_indexes already exists").
     instance = dg.DagsterInstance.from_config(str(home))
@@ -81,6 +88,7 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark) -> Non
 
     instance = dg.DagsterInstance.from_config(str(home))
     try:
+        assert type(instance.run_storage).__name__ == ("PostgresRunStorage" if storage == "postgres" else "SqliteRunStorage")
         runs = instance.get_runs()
         assert len(runs) == 3 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
         intervals = step_intervals(instance, [r.run_id for r in runs])

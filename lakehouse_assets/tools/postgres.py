@@ -1,0 +1,139 @@
+"""A PostgreSQL server for tests and the local stack, from Debian's ``postgresql`` package.
+
+    python -m lakehouse_assets.tools.postgres [--port 5433]    (make postgres)
+
+runs one in the foreground and prints the URL to export as ``DAGSTER_PG_URL``. Each server is a
+fresh cluster (``initdb``) in a temporary folder, served on 127.0.0.1 only (``pg_ctl``) with
+trust authentication for its one user, and deleted when it stops: for one machine, not for
+data that must outlive it. The package is installed with ``apt-get`` when missing (as root).
+Postgres refuses to run as root, so as root the cluster runs as the package's ``postgres`` user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from lakehouse_assets.lib.ports import free_port
+from lakehouse_assets.lib.settings import REPO_ROOT
+
+USER, DATABASE = "lakehouse", "dagster"
+
+# Appended to the repository's dagster.yaml: runs, the event log (pool slots included),
+# schedules and sensor cursors in the database at $DAGSTER_PG_URL.
+POSTGRES_STORAGE = """
+storage:
+  postgres:
+    postgres_url:
+      env: DAGSTER_PG_URL
+"""
+
+
+def postgres_home(home: Path) -> Path:
+    """A DAGSTER_HOME whose dagster.yaml is the repository's with Postgres storage."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text((REPO_ROOT / "dagster.yaml").read_text() + POSTGRES_STORAGE)
+    return home
+
+
+def postgres_bin() -> Path:
+    """The folder of ``initdb`` and ``pg_ctl``, installing Debian's package when it is missing."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    if not found:
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            raise RuntimeError("PostgreSQL is missing: install Debian's postgresql package (apt-get install postgresql)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
+            done = subprocess.run(step, env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                raise RuntimeError(f"could not install PostgreSQL with {' '.join(step)}: {done.stderr.strip()[-500:]}")
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    return Path(found[-1]).parent
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL cluster on 127.0.0.1.
+
+    :param port: the port to serve on (default: a free one).
+    """
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.data: Path | None = None
+
+    @property
+    def url(self) -> str:
+        """The URL Dagster's Postgres storage takes (``postgres_url``)."""
+        return self.database_url(DATABASE)
+
+    def database_url(self, database: str) -> str:
+        return f"postgresql+psycopg2://{USER}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, database: str) -> str:
+        """A new, empty database (one Dagster instance each); its URL."""
+        self._run(str(postgres_bin() / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, database)
+        return self.database_url(database)
+
+    def _run(self, *command: str) -> None:
+        as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        done = subprocess.run([*as_user, *command], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"{Path(command[0]).name} failed: {(done.stderr or done.stdout).strip()[-800:]}")
+
+    def start(self) -> PostgresServer:
+        bin_dir = postgres_bin()
+        # Under /tmp itself: the postgres user cannot enter root's private temporary folders.
+        self.data = Path(tempfile.mkdtemp(prefix="lakehouse-postgres-", dir="/tmp"))
+        if os.geteuid() == 0:
+            shutil.chown(self.data, "postgres", "postgres")
+        cluster = self.data / "cluster"
+        self._run(str(bin_dir / "initdb"), "-D", str(cluster), "-U", USER, "-A", "trust", "--no-sync", "-E", "UTF8")
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off -c max_connections=200"
+        self._run(str(bin_dir / "pg_ctl"), "-D", str(cluster), "-o", options, "-l", str(self.data / "server.log"), "-w", "start")
+        self.create_database(DATABASE)
+        return self
+
+    def stop(self) -> None:
+        if self.data is None:
+            return
+        try:
+            self._run(str(postgres_bin() / "pg_ctl"), "-D", str(self.data / "cluster"), "-m", "fast", "-w", "stop")
+        except RuntimeError:
+            pass  # not running (it failed to start, or was killed)
+        shutil.rmtree(self.data, ignore_errors=True)
+        self.data = None
+
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run a throwaway PostgreSQL server in the foreground.")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("LAKEHOUSE_POSTGRES_PORT", "5433")))
+    args = parser.parse_args(argv)
+    server = PostgresServer(args.port)
+    print(f"postgres: starting on 127.0.0.1:{args.port} (Ctrl-C stops it and deletes its data)", flush=True)
+    server.start()
+    print(f"postgres: serving; point Dagster at it with  export DAGSTER_PG_URL={server.url}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        signal.pause()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
