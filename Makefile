@@ -130,7 +130,8 @@ kafka: setup
 # errors only (idle, the daemon's INFO lines are ~100 a minute); DAGSTER_LOG_LEVEL=info for all.
 # KAFKA=1 starts a Kafka broker too (make kafka) and points every run and sensor at it.
 # POSTGRES=1 starts a throwaway PostgreSQL (make postgres) and keeps the instance there
-# (DAGSTER_HOME=data/dagster-postgres, Postgres storage; deleted when make dev stops).
+# (DAGSTER_HOME=data/dagster-postgres, over any DAGSTER_HOME given): runs, event logs and
+# sensor cursors go when make dev stops; the tables under data/ stay.
 dev: setup
 	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; pids=""; \
 	trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null' EXIT; \
@@ -143,13 +144,13 @@ dev: setup
 	  export LAKEHOUSE_KAFKA_BOOTSTRAP=127.0.0.1:$$kport; \
 	fi; \
 	if [ "$${POSTGRES:-0}" = 1 ]; then \
-	  pgport=$${LAKEHOUSE_POSTGRES_PORT:-5433}; \
-	  $(BIN)/python -m lakehouse_assets.tools.postgres --port $$pgport & pids="$$pids $$!"; \
-	  until $(BIN)/python -c "import psycopg2; psycopg2.connect(host='127.0.0.1', port=$$pgport, user='lakehouse', dbname='dagster')" 2>/dev/null; do \
+	  pgurl="$(CURDIR)/data/.postgres-url"; rm -f "$$pgurl"; \
+	  $(BIN)/python -m lakehouse_assets.tools.postgres --port $${LAKEHOUSE_POSTGRES_PORT:-5433} --url-file "$$pgurl" & pids="$$pids $$!"; \
+	  until [ -s "$$pgurl" ]; do \
 	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: PostgreSQL did not start" >&2; exit 1; }; sleep 1; \
 	  done; \
-	  export DAGSTER_PG_URL=postgresql+psycopg2://lakehouse@127.0.0.1:$$pgport/dagster DAGSTER_HOME=$(CURDIR)/data/dagster-postgres; \
-	  $(BIN)/python -c "from pathlib import Path; from lakehouse_assets.tools.postgres import postgres_home; postgres_home(Path('$$DAGSTER_HOME'))"; \
+	  export DAGSTER_PG_URL="$$(cat "$$pgurl")" DAGSTER_HOME="$(CURDIR)/data/dagster-postgres"; \
+	  $(BIN)/python -c "import os; from pathlib import Path; from lakehouse_assets.tools.postgres import postgres_home; postgres_home(Path(os.environ['DAGSTER_HOME']))"; \
 	fi; \
 	if [ "$${ENGINE:-1}" != 0 ] && [ -z "$${SPARK_REMOTE:-}" ]; then \
 	  port=$${LAKEHOUSE_ENGINE_PORT:-15002}; \

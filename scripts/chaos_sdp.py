@@ -18,35 +18,15 @@ import random
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
-
-from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.lib.spark.session import get_spark
 from lakehouse_assets_tests.sdp import orders_answers as answers
+from lakehouse_assets_tests.sdp.tally import tally
 from lakehouse_assets_tests.support.crash import materialize_in_child
 
 LOCATION = ("-f", str(REPO_ROOT / "examples" / "sdp_orders" / "definitions.py"))
-
-
-def _plain(value: object) -> object:
-    return value.strftime("%Y-%m-%dT%H:%M:%S") if isinstance(value, datetime) else value
-
-
-def stored_rows(spark: SparkSession, tables: Path, name: str) -> Counter:
-    frame = spark.read.format("delta").load(str(tables / name)).select(*answers.COMPARED_COLUMNS[name])
-    return Counter(tuple(_plain(v) for v in row) for row in frame.collect())
-
-
-def tally(spark: SparkSession, tables: Path, expected: dict[str, Counter]) -> dict[str, tuple[int, int]]:
-    """(missing, extra) rows per table; a wrong aggregate row counts once in each."""
-    result = {}
-    for name, want in expected.items():
-        got = stored_rows(spark, tables, name)
-        result[name] = (sum((want - got).values()), sum((got - want).values()))
-    return result
 
 
 def _say(started: float, message: str) -> None:

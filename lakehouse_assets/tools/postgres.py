@@ -3,9 +3,9 @@
     python -m lakehouse_assets.tools.postgres [--port 5433]    (make postgres)
 
 runs one in the foreground and prints the URL to export as ``DAGSTER_PG_URL``. Each server is a
-fresh cluster (``initdb``) in a temporary folder, served on 127.0.0.1 only (``pg_ctl``) with
-trust authentication for its one user, and deleted when it stops: for one machine, not for
-data that must outlive it. The package is installed with ``apt-get`` when missing (as root).
+fresh cluster (``initdb``) in a temporary folder, served on 127.0.0.1 only (``pg_ctl``) for its
+one user, whose password is random and in the URL, and deleted when it stops: for one machine,
+not for data that must outlive it. The package is installed with ``apt-get`` when missing (as root).
 Postgres refuses to run as root, so as root the cluster runs as the package's ``postgres`` user.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lakehouse_assets.lib.ports import free_port
+from lakehouse_assets.lib.ports import free_port, serving
 from lakehouse_assets.lib.settings import REPO_ROOT
 
 USER, DATABASE = "lakehouse", "dagster"
@@ -46,6 +47,9 @@ def postgres_home(home: Path) -> Path:
 def postgres_bin() -> Path:
     """The folder of ``initdb`` and ``pg_ctl``, installing Debian's package when it is missing."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    on_path = shutil.which("pg_ctl")
+    if not found and on_path:
+        return Path(on_path).resolve().parent
     if not found:
         if os.geteuid() != 0 or not shutil.which("apt-get"):
             raise RuntimeError("PostgreSQL is missing: install Debian's postgresql package (apt-get install postgresql)")
@@ -59,13 +63,14 @@ def postgres_bin() -> Path:
 
 
 class PostgresServer:
-    """A throwaway PostgreSQL cluster on 127.0.0.1.
+    """A throwaway PostgreSQL cluster on 127.0.0.1, its one user with a random password.
 
     :param port: the port to serve on (default: a free one).
     """
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
+        self.password = secrets.token_urlsafe(18)
         self.data: Path | None = None
 
     @property
@@ -74,7 +79,7 @@ class PostgresServer:
         return self.database_url(DATABASE)
 
     def database_url(self, database: str) -> str:
-        return f"postgresql+psycopg2://{USER}@127.0.0.1:{self.port}/{database}"
+        return f"postgresql+psycopg2://{USER}:{self.password}@127.0.0.1:{self.port}/{database}"
 
     def create_database(self, database: str) -> str:
         """A new, empty database (one Dagster instance each); its URL."""
@@ -83,30 +88,45 @@ class PostgresServer:
 
     def _run(self, *command: str) -> None:
         as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        done = subprocess.run([*as_user, *command], capture_output=True, text=True, timeout=120)
+        env = {**os.environ, "PGPASSWORD": self.password}
+        done = subprocess.run([*as_user, *command], capture_output=True, text=True, timeout=120, env=env)
         if done.returncode != 0:
             raise RuntimeError(f"{Path(command[0]).name} failed: {(done.stderr or done.stdout).strip()[-800:]}")
 
     def start(self) -> PostgresServer:
+        if serving(self.port):
+            raise RuntimeError(f"port {self.port} is already in use; set LAKEHOUSE_POSTGRES_PORT to another port")
         bin_dir = postgres_bin()
         # Under /tmp itself: the postgres user cannot enter root's private temporary folders.
         self.data = Path(tempfile.mkdtemp(prefix="lakehouse-postgres-", dir="/tmp"))
-        if os.geteuid() == 0:
-            shutil.chown(self.data, "postgres", "postgres")
-        cluster = self.data / "cluster"
-        self._run(str(bin_dir / "initdb"), "-D", str(cluster), "-U", USER, "-A", "trust", "--no-sync", "-E", "UTF8")
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off -c max_connections=200"
-        self._run(str(bin_dir / "pg_ctl"), "-D", str(cluster), "-o", options, "-l", str(self.data / "server.log"), "-w", "start")
-        self.create_database(DATABASE)
+        try:
+            password_file = self.data / "password"
+            password_file.write_text(self.password + "\n")
+            if os.geteuid() == 0:
+                for path in (self.data, password_file):
+                    shutil.chown(path, "postgres", "postgres")
+            cluster = self.data / "cluster"
+            # TCP needs the password; the Unix socket lives in a folder only the server's user enters.
+            self._run(str(bin_dir / "initdb"), "-D", str(cluster), "-U", USER, "--pwfile", str(password_file),
+                      "--auth-host=scram-sha-256", "--auth-local=trust", "--no-sync", "-E", "UTF8")  # fmt: skip
+            password_file.unlink()
+            options = f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off -c max_connections=200"
+            log = str(self.data / "server.log")
+            self._run(str(bin_dir / "pg_ctl"), "-D", str(cluster), "-o", options, "-l", log, "-w", "start")
+            self.create_database(DATABASE)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
         if self.data is None:
             return
-        try:
-            self._run(str(postgres_bin() / "pg_ctl"), "-D", str(self.data / "cluster"), "-m", "fast", "-w", "stop")
-        except RuntimeError:
-            pass  # not running (it failed to start, or was killed)
+        if (self.data / "cluster" / "postmaster.pid").exists():
+            try:
+                self._run(str(postgres_bin() / "pg_ctl"), "-D", str(self.data / "cluster"), "-m", "fast", "-w", "stop")
+            except RuntimeError:
+                pass  # already gone (killed)
         shutil.rmtree(self.data, ignore_errors=True)
         self.data = None
 
@@ -120,18 +140,26 @@ class PostgresServer:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run a throwaway PostgreSQL server in the foreground.")
     parser.add_argument("--port", type=int, default=int(os.environ.get("LAKEHOUSE_POSTGRES_PORT", "5433")))
+    parser.add_argument("--url-file", help="write the server's DAGSTER_PG_URL here once it serves (for make dev)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = PostgresServer(args.port)
     print(f"postgres: starting on 127.0.0.1:{args.port} (Ctrl-C stops it and deletes its data)", flush=True)
-    server.start()
-    print(f"postgres: serving; point Dagster at it with  export DAGSTER_PG_URL={server.url}", flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
+        server.start()
+        if args.url_file:
+            Path(args.url_file).write_text(server.url + "\n")
+        print(f"postgres: serving; point Dagster at it with  export DAGSTER_PG_URL={server.url}", flush=True)
         signal.pause()
+    except RuntimeError as error:
+        print(f"postgres: {error}", file=sys.stderr)
+        return 1
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
         server.stop()
+        if args.url_file:
+            Path(args.url_file).unlink(missing_ok=True)
     return 0
 
 

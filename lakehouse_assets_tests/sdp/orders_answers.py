@@ -21,25 +21,31 @@ def orders(shop: str, round_no: int) -> list[dict]:
     return rows
 
 
-def _change(c: int, day: int, second: int, tier: str, country: str, op: str = "UPSERT", minute: int = 0) -> dict:
+def _change(c: int, day: int, second: int, tier: str, country: str, op: str = "UPSERT", minute: int = 0, hour: int = 0) -> dict:
     return {"customer_id": f"c{c}", "name": f"name{c}", "tier": tier, "country": country,
-            "updated_at": f"2026-03-{day:02d}T00:{minute:02d}:{second:02d}", "op": op}  # fmt: skip
+            "updated_at": f"2026-03-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}", "op": op}  # fmt: skip
+
+
+def _random_changes(round_no: int) -> list[dict]:
+    """Round ``round_no``'s (> 2) new changes. Hour, minute and second make every change's time
+    unique (to round 1,440): a tie in sequence_by has no answer."""
+    draw = random.Random(round_no)
+    return [
+        _change(draw.randrange(8), draw.randint(1, 28), round_no % 60, draw.choice(["gold", "silver", "bronze"]),
+                draw.choice(["DE", "FR", "US", "CA"]), "DELETE" if draw.random() < 0.15 else "UPSERT",
+                minute=1 + i, hour=1 + round_no // 60)
+        for i in range(6)
+    ]  # fmt: skip
 
 
 def customer_changes(round_no: int) -> list[dict]:
     """Upserts and a delete; round 2 also re-delivers a round-1 change and brings a late one
     (older than what round 1 already applied for that customer). Later rounds (for ``make
-    chaos-sdp``) are random changes, deletes, late ones and a re-delivery of the round before."""
+    chaos-sdp``) are random changes, deletes, late ones and a re-delivery of the round before's first."""
     change = _change
     if round_no > 2:
-        draw = random.Random(round_no)
-        # Minute and second make every change's time unique: ties in sequence_by have no answer.
-        fresh = [
-            change(draw.randrange(8), draw.randint(1, 28), round_no % 60, draw.choice(["gold", "silver", "bronze"]),
-                   draw.choice(["DE", "FR", "US", "CA"]), "DELETE" if draw.random() < 0.15 else "UPSERT", 1 + i)
-            for i in range(6)
-        ]  # fmt: skip
-        return fresh + [customer_changes(round_no - 1)[0]]
+        previous = _random_changes(round_no - 1) if round_no > 3 else customer_changes(2)
+        return _random_changes(round_no) + [previous[0]]
     if round_no == 1:
         return [change(0, 1, 0, "gold", "DE"), change(1, 1, 0, "silver", "FR"), change(2, 1, 0, "gold", "US"),
                 change(3, 1, 0, "bronze", "US"), change(1, 2, 0, "gold", "FR")]  # fmt: skip
@@ -73,7 +79,9 @@ def silver_orders(eu: list[dict], us: list[dict]) -> set[tuple]:
 def _in_order(changes: list[dict]) -> dict[str, list[dict]]:
     by_key: dict[str, dict[str, dict]] = defaultdict(dict)
     for c in changes:
-        by_key[c["customer_id"]][c["updated_at"]] = c  # a re-delivery is the same change
+        seen = by_key[c["customer_id"]].setdefault(c["updated_at"], c)  # a re-delivery is the same change
+        if seen != c:
+            raise ValueError(f"two different changes of {c['customer_id']} at {c['updated_at']}: no single answer")
     return {k: [v[t] for t in sorted(v)] for k, v in by_key.items()}
 
 
