@@ -45,9 +45,7 @@ class Sides:
 
     def land(self) -> None:
         self.rounds += 1
-        for folder, rows in (("orders_eu", answers.orders("eu", self.rounds)), ("orders_us", answers.orders("us", self.rounds)),
-                             ("customers", answers.customer_changes(self.rounds))):  # fmt: skip
-            answers.land(self.landing, folder, f"{self.rounds}.json", rows)
+        answers.land_round(self.landing, self.rounds)
 
     def ours(self):
         env = {"LAKEHOUSE_ROOT": str(self.root), "DAGSTER_HOME": str(self.home), "SPARK_REMOTE": self.url}

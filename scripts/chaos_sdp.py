@@ -52,9 +52,7 @@ def main() -> None:
     kills = attempts = 0
     totals: Counter = Counter()
     for round_no in range(1, args.rounds + 1):
-        new = answers.orders("eu", round_no), answers.orders("us", round_no), answers.customer_changes(round_no)
-        for folder, rows in zip(("orders_eu", "orders_us", "customers"), new):
-            answers.land(landing, folder, f"{round_no}.json", rows)
+        new = answers.land_round(landing, round_no)
         eu, us, changes = eu + new[0], us + new[1], changes + new[2]
         for _ in range(args.kills_per_round):
             attempts += 1

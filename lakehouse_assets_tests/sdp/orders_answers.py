@@ -67,6 +67,14 @@ def land(landing: Path, folder: str, name: str, rows: list[dict]) -> None:
     temporary.rename(target / name)
 
 
+def land_round(landing: Path, round_no: int) -> tuple[list[dict], list[dict], list[dict]]:
+    """Land round ``round_no``'s file of each source; its (EU orders, US orders, changes)."""
+    new = orders("eu", round_no), orders("us", round_no), customer_changes(round_no)
+    for folder, rows in zip(("orders_eu", "orders_us", "customers"), new):
+        land(landing, folder, f"{round_no}.json", rows)
+    return new
+
+
 def silver_orders(eu: list[dict], us: list[dict]) -> set[tuple]:
     return {
         (o["order_id"], o["customer_id"], o["amount"], region)

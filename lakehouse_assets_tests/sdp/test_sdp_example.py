@@ -111,17 +111,14 @@ def run_two_rounds(spark, root: Path, home: Path, remote: str) -> None:
     landing = root / "landing" / "sdp_orders"
     eu, us, changes = [], [], []
     for round_no in (1, 2):
-        new = {"eu": answers.orders("eu", round_no), "us": answers.orders("us", round_no), "cdc": answers.customer_changes(round_no)}
-        answers.land(landing, "orders_eu", f"{round_no}.json", new["eu"])
-        answers.land(landing, "orders_us", f"{round_no}.json", new["us"])
-        answers.land(landing, "customers", f"{round_no}.json", new["cdc"])
-        eu, us, changes = eu + new["eu"], us + new["us"], changes + new["cdc"]
+        new_eu, new_us, new_changes = answers.land_round(landing, round_no)
+        eu, us, changes = eu + new_eu, us + new_us, changes + new_changes
         materialize_all(root, home, remote)
         assert_tables_exact(spark, root, eu, us, changes)
         instance = dg.DagsterInstance.from_config(str(home))
         # Streaming tables read only the new files.
-        assert latest_metadata(instance, "bronze_orders_eu")["rows_read"] == len(new["eu"])
-        assert latest_metadata(instance, "bronze_customer_changes")["rows_read"] == len(new["cdc"])
+        assert latest_metadata(instance, "bronze_orders_eu")["rows_read"] == len(new_eu)
+        assert latest_metadata(instance, "bronze_customer_changes")["rows_read"] == len(new_changes)
         assert len(table(spark, root, "bronze_orders_us")) == len(us)
         # The GROUP BY over one dataset is maintained by key; the join is recomputed whole.
         assert latest_metadata(instance, "customer_revenue")["refresh"] == "incremental"
@@ -146,9 +143,7 @@ def test_the_ui_shows_every_dataset_with_lineage_metadata_and_checks(example, br
 
     root, home = example
     if not (root / "tables").exists():  # run alone: one round of files, one run
-        for folder, rows in (("orders_eu", answers.orders("eu", 1)), ("orders_us", answers.orders("us", 1)),
-                             ("customers", answers.customer_changes(1))):  # fmt: skip
-            answers.land(root / "landing" / "sdp_orders", folder, "1.json", rows)
+        answers.land_round(root / "landing" / "sdp_orders", 1)
         materialize_all(root, home, remote=None)
     datasets = set(answers.COMPARED_COLUMNS)
     with DagsterDev(root=root, home=home, location=("-f", str(EXAMPLE / "definitions.py"))) as dev:
