@@ -82,6 +82,7 @@ $(STAMP): pyproject.toml
 jars: $(STAMP)
 	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.jars import main; sys.exit(main())'
 	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.brokers.kafka_broker import setup; sys.exit(setup())'
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.tools.s3server import setup; sys.exit(setup())'
 
 # The Spark driver's class archive (lakehouse_assets/lib/spark/class_archive.py): one training run
 # of the demo (lakehouse_assets/tools/archive_training.py), once. Not written (the JVM refused):

@@ -22,6 +22,7 @@ from pathlib import Path
 from rich.progress import Progress
 
 from lakehouse_assets.lib.brokers.kafka_offsets import KafkaProblem
+from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable, current
 
@@ -70,20 +71,26 @@ def _iso(ts: datetime, rng: random.Random) -> str:
 
 
 class LandingWriter:
-    """Writes complete files atomically (temporary name, then rename)."""
+    """Writes complete files atomically: a temporary name, then a rename on a local root; one PUT,
+    which an object store shows whole or not at all, on a bucket."""
 
     def __init__(self, paths: LakehousePaths, tag: str):
         self.paths = paths
         self.tag = tag
 
-    def write(self, source: str, name: str, lines: list[str], compress: bool) -> Path:
-        folder = self.paths.local_path(self.paths.landing(source))
-        folder.mkdir(parents=True, exist_ok=True)
-        final = folder / (f"{source}-{self.tag}-{name}" + (".gz" if compress else ""))
-        temp = folder / f"_{final.name}.tmp"
+    def write(self, source: str, name: str, lines: list[str], compress: bool) -> Path | str:
+        final_name = f"{source}-{self.tag}-{name}" + (".gz" if compress else "")
         data = ("\n".join(lines) + "\n").encode("utf-8")
         if compress:
             data = gzip.compress(data)
+        if not self.paths.is_local:
+            uri = f"{self.paths.landing(source)}/{final_name}"
+            storage.write_bytes(uri, data)
+            return uri
+        folder = self.paths.local_path(self.paths.landing(source))
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / final_name
+        temp = folder / f"_{final.name}.tmp"
         temp.write_bytes(data)
         os.replace(temp, final)
         return final
@@ -205,7 +212,7 @@ class Generator:
 
 def generate(
     paths: LakehousePaths, options: GeneratorOptions, sources: list[str] | None = None, to_kafka: str | None = None
-) -> list[Path]:
+) -> list[Path | str]:
     """Land one batch of files for ``sources`` (default: all four) and return their paths; with
     ``to_kafka`` (brokers), the events go to Kafka topic ``events`` instead, one message per line."""
     sources = sources or ["events", "customers", "ad_impressions", "ad_clicks"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +81,18 @@ class Settings:
     flows and sensors that read Kafka are skipped."""
     kafka_port: int = 9092
     """``LAKEHOUSE_KAFKA_PORT``: the port ``make kafka`` serves its broker on."""
+    s3_endpoint: str = ""
+    """``LAKEHOUSE_S3_ENDPOINT``: an S3-compatible server (``http://127.0.0.1:8333``); empty:
+    AWS's own endpoints."""
+    s3_region: str = "us-east-1"
+    """``AWS_REGION``: the bucket's region."""
+    s3_access_key: str = field(default="", repr=False)
+    """``AWS_ACCESS_KEY_ID``: with the secret key, the credentials of ``s3a://`` roots; empty:
+    the AWS SDK's default chain (instance profile, ``~/.aws``)."""
+    s3_secret_key: str = field(default="", repr=False)
+    """``AWS_SECRET_ACCESS_KEY``: see ``AWS_ACCESS_KEY_ID``."""
+    s3_port: int = 8333
+    """``LAKEHOUSE_S3_PORT``: the port ``make s3`` serves its S3-compatible server on."""
 
 
 ENV_NAMES: dict[str, str] = {
@@ -109,6 +121,11 @@ ENV_NAMES: dict[str, str] = {
     "spark_log_level": "SPARK_LOG_LEVEL",
     "kafka_bootstrap": "LAKEHOUSE_KAFKA_BOOTSTRAP",
     "kafka_port": "LAKEHOUSE_KAFKA_PORT",
+    "s3_endpoint": "LAKEHOUSE_S3_ENDPOINT",
+    "s3_region": "AWS_REGION",
+    "s3_access_key": "AWS_ACCESS_KEY_ID",
+    "s3_secret_key": "AWS_SECRET_ACCESS_KEY",
+    "s3_port": "LAKEHOUSE_S3_PORT",
 }
 
 

@@ -13,11 +13,26 @@ from typing import Any
 
 from pyarrow import fs as pafs
 
+from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.spark.object_store import pyarrow_s3_options
+
+
+def _filesystem(scheme_and_authority: str) -> pafs.FileSystem:
+    if scheme_and_authority.startswith("s3://"):
+        # Settings are read per call (a test or reload may change them); the client is cached.
+        return _s3(tuple(sorted(pyarrow_s3_options(current()).items())))
+    return _from_uri(scheme_and_authority)
+
 
 @lru_cache(maxsize=16)
-def _filesystem(scheme_and_authority: str) -> pafs.FileSystem:
+def _from_uri(scheme_and_authority: str) -> pafs.FileSystem:
     filesystem, _ = pafs.FileSystem.from_uri(scheme_and_authority)
     return filesystem
+
+
+@lru_cache(maxsize=4)
+def _s3(options: tuple[tuple[str, Any], ...]) -> pafs.FileSystem:
+    return pafs.S3FileSystem(**dict(options))
 
 
 def resolve(path: str) -> tuple[pafs.FileSystem, str]:
@@ -80,12 +95,17 @@ def read_text(path: str) -> str | None:
 
 
 def write_text(path: str, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """Write the file ``path`` (its folder is created); on object storage, one PUT."""
     filesystem, inner = resolve(path)
     parent = inner.rsplit("/", 1)[0]
     if parent:
         filesystem.create_dir(parent, recursive=True)
     with filesystem.open_output_stream(inner) as stream:
-        stream.write(text.encode("utf-8"))
+        stream.write(data)
 
 
 @contextmanager

@@ -29,6 +29,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyarrow import fs as pafs
+
+from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches
 
 
@@ -47,8 +50,11 @@ class Listing:
     not_read: tuple[str, ...] = ()
 
 
-def scan(folder: Path, globs: Sequence[str] = ("*",)) -> Listing:
-    """The complete regular files directly in ``folder`` matching any of ``globs``."""
+def scan(folder: Path | str, globs: Sequence[str] = ("*",)) -> Listing:
+    """The complete regular files directly in ``folder`` matching any of ``globs``; ``folder``
+    is a local path or an object storage URI (see :func:`scan_objects`)."""
+    if isinstance(folder, str):
+        return scan_objects(folder, globs)
     patterns = expand_globs(globs)
     files, in_progress, not_read = [], 0, []
     try:
@@ -71,6 +77,25 @@ def scan(folder: Path, globs: Sequence[str] = ("*",)) -> Listing:
             not_read.append(entry.name)
             continue
         files.append(LandedFile(entry.name, st.st_ctime_ns, st.st_size))
+    files.sort(key=lambda f: (f.arrived_ns, f.name))
+    return Listing(files, in_progress, tuple(sorted(not_read)))
+
+
+def scan_objects(prefix: str, globs: Sequence[str] = ("*",)) -> Listing:
+    """:func:`scan` on object storage, one listing through the storage API (no Spark job). An
+    object appears whole when its upload completes, so its arrival is its Last-Modified time;
+    there are no links, so nothing outside the prefix can be reached from it."""
+    patterns = expand_globs(globs)
+    files, in_progress, not_read = [], 0, []
+    for entry in storage.list_entries(prefix):
+        if not is_complete(entry.base_name):
+            in_progress += 1
+        elif entry.type == pafs.FileType.Directory:
+            not_read.append(entry.base_name + "/")
+        elif not matches(entry.base_name, patterns):
+            not_read.append(entry.base_name)
+        else:
+            files.append(LandedFile(entry.base_name, int(entry.mtime_ns or 0), int(entry.size or 0)))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
     return Listing(files, in_progress, tuple(sorted(not_read)))
 

@@ -116,12 +116,7 @@ def build_landing_sensor(
     )
     def _sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
         paths = lakehouse.paths
-        if not paths.is_local:
-            return dg.SkipReason(
-                f"landing sensors list local folders only; {paths.landing(source)} is not local. "
-                f"Schedule refresh_all (or {job.name}) instead."
-            )
-        folder = paths.local_path(paths.landing(source))
+        folder = paths.local_path(paths.landing(source)) if paths.is_local else paths.landing(source)
         listing = scan(folder, globs)
         cursor = LandingCursor.load(context.cursor)
         not_read = describe_not_ingested(str(folder), listing.not_read, globs) if listing.not_read else ""

@@ -15,21 +15,29 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import IO
 
 from lakehouse_assets.lib.ports import serving
 from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.spark.object_store import SECRET_KEYS
 from lakehouse_assets.lib.spark.session import spark_conf
 
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
-def engine_command(port: int, master: str | None = None, extra: dict[str, str] | None = None) -> list[str]:
+def engine_command(
+    port: int, master: str | None = None, extra: dict[str, str] | None = None, secrets_file: Path | None = None
+) -> list[str]:
     """``spark-submit`` of the Connect server on 127.0.0.1:``port`` with :func:`spark_conf`
-    (and ``extra`` settings over it)."""
+    (and ``extra`` settings over it). Credentials go to ``secrets_file`` (a properties file
+    only this user reads), never onto the command line that ``ps`` shows."""
     conf = spark_conf(master=master, class_archive_ok=False, extra=extra)
+    secret = {key: conf.pop(key) for key in SECRET_KEYS if key in conf}
+    if secret and secrets_file is None:
+        raise ValueError("engine_command: credentials are configured but no secrets_file was given")
     conf |= {
         "spark.app.name": "lakehouse_assets-engine",
         "spark.connect.grpc.binding.address": current().spark_local_ip,
@@ -41,6 +49,11 @@ def engine_command(port: int, master: str | None = None, extra: dict[str, str] |
         conf["spark.driver.extraClassPath"] = str(conf["spark.jars"]).replace(",", os.pathsep)
     spark_submit = Path(sys.executable).parent / "spark-submit"
     command = [str(spark_submit), "--class", CONNECT_SERVER]
+    if secret:
+        assert secrets_file is not None
+        secrets_file.touch(mode=0o600)
+        secrets_file.write_text("".join(f"{key} {value}\n" for key, value in secret.items()))
+        command += ["--properties-file", str(secrets_file)]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     return command
@@ -79,14 +92,17 @@ class Engine:
         self.log = log
         self.conf = conf
         self.process: subprocess.Popen[bytes] | None = None
+        self._private: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def url(self) -> str:
         return f"sc://{current().spark_local_ip}:{self.port}"
 
     def start(self, timeout: float = 180) -> Engine:
+        self._private = tempfile.TemporaryDirectory(prefix="lakehouse-engine-")  # mode 0700
+        secrets_file = Path(self._private.name) / "secrets.properties"
         self.process = subprocess.Popen(
-            engine_command(self.port, self.master, self.conf), cwd=REPO_ROOT, env=engine_env(),
+            engine_command(self.port, self.master, self.conf, secrets_file), cwd=REPO_ROOT, env=engine_env(),
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + timeout
@@ -115,6 +131,9 @@ class Engine:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.process = None
+        if self._private is not None:
+            self._private.cleanup()
+            self._private = None
 
     def __enter__(self) -> Engine:
         return self.start()

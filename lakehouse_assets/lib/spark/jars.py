@@ -1,4 +1,4 @@
-"""The JVM side of Delta Lake and of Spark's Kafka connector, resolved from Maven Central once
+"""The JVM side of Delta Lake, Spark's Kafka connector and Hadoop's S3 filesystem, resolved from Maven Central once
 at setup time into a local cache.
 
 ``python -m lakehouse_assets.lib.spark.jars`` downloads the packages with Spark's own Ivy resolver and
@@ -24,11 +24,18 @@ from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
 DELTA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
 SPARK_MINOR = ".".join(pyspark.__version__.split(".")[:2])
+HADOOP_VERSION = "3.5.0"  # pyspark 4.2's hadoop-client-api
+AWS_SDK_VERSION = "2.35.4"  # the SDK hadoop-aws 3.5.0 was built with
 MAVEN_PACKAGES = [
     f"io.delta:delta-spark_{SPARK_MINOR}_{SCALA_VERSION}:{DELTA_VERSION}",
     # Spark's Kafka source and sink, at pyspark's own version.
     f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{pyspark.__version__}",
+    # s3a:// at pyspark's Hadoop version, with the AWS SDK modules it calls (18 MB), not the SDK
+    # bundle hadoop-aws depends on (686 MB).
+    f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}",
+    *(f"software.amazon.awssdk:{module}:{AWS_SDK_VERSION}" for module in ("s3", "sts", "s3-transfer-manager", "apache-client")),
 ]
+MAVEN_EXCLUDES = ["software.amazon.awssdk:bundle", "org.wildfly.openssl:wildfly-openssl"]
 
 
 def jar_cache_dir() -> Path:
@@ -41,7 +48,7 @@ def jar_cache_dir() -> Path:
 
 
 def _manifest() -> str:
-    return "\n".join(MAVEN_PACKAGES) + "\n"
+    return "\n".join([*MAVEN_PACKAGES, *(f"-{e}" for e in MAVEN_EXCLUDES)]) + "\n"
 
 
 def cached_jars() -> list[str]:
@@ -50,7 +57,7 @@ def cached_jars() -> list[str]:
     manifest = cache / "MANIFEST"
     if not manifest.exists() or manifest.read_text() != _manifest():
         raise RuntimeError(
-            f"Delta Lake's and Kafka's jars are not in {cache}: run `make setup` (needs Maven Central once)."
+            f"Delta Lake's, Kafka's and S3's jars are not in {cache}: run `make setup` (needs Maven Central once)."
         )
     return sorted(str(p) for p in cache.glob("*.jar"))
 
@@ -96,6 +103,7 @@ def resolve() -> list[Path]:
         SparkSession.builder.master("local[1]")
         .appName("lakehouse-setup")
         .config("spark.jars.packages", ",".join(MAVEN_PACKAGES))
+        .config("spark.jars.excludes", ",".join(MAVEN_EXCLUDES))
         .config("spark.jars.ivy", str(ivy))
         .config("spark.ui.enabled", "false")
         .getOrCreate()
@@ -131,7 +139,7 @@ def main() -> int:
     except Exception as error:  # noqa: BLE001 - turn a JVM/Ivy failure into one sentence
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(
-            "Setup failed: could not download Delta Lake's and Kafka's jars from Maven Central "
+            "Setup failed: could not download Delta Lake's, Kafka's and S3's jars from Maven Central "
             f"({first_line}; resolver output in {log}). Check the network or proxy (or set "
             "LAKEHOUSE_JAR_CACHE to a folder holding them) and run `make setup` again.",
             file=sys.stderr,

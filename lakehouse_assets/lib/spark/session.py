@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
+from lakehouse_assets.lib.spark.object_store import s3a_conf
 
 ENGINE_RETRIES = 6  # about 12 s of back-off before a run reports the engine unreachable
 
@@ -78,6 +79,7 @@ def spark_conf(
         "spark.log.level": settings.spark_log_level,
         # Python workers (UDFs, an engine's foreachBatch) run this virtualenv's interpreter.
         "spark.pyspark.python": sys.executable,
+        **s3a_conf(settings),
     }
     if master.startswith("local"):
         # A local driver talks only to itself: bind to loopback, never to a public interface.
