@@ -17,6 +17,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.definitions import TABLES
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.settings import LakehousePaths
 
 # Columns that legitimately differ between two correct runs: when a row was ingested.
 VOLATILE = {"_ingested_at"}
@@ -34,7 +36,7 @@ def mirror_landing(files: list[Path], subject_root: Path, reference_root: Path) 
 
 def _cell(name: str, value: Any) -> Any:
     if name == "_source_file" and isinstance(value, str):
-        return Path(value.removeprefix("file:")).name  # the two roots differ, the names do not
+        return value.rsplit("/", 1)[-1]  # the two roots differ, the names do not
     if isinstance(value, float):
         return round(value, 6)  # sums may add in another order
     if isinstance(value, list):
@@ -42,12 +44,13 @@ def _cell(name: str, value: Any) -> Any:
     return value
 
 
-def table_rows(spark: SparkSession, root: Path, table: str) -> Counter:
-    """The multiset of a table's rows, without volatile columns, in comparable form."""
-    path = root / "tables" / table
-    if not (path / "_delta_log").is_dir():
+def table_rows(spark: SparkSession, root: Path | str, table: str) -> Counter:
+    """The multiset of a table's rows, without volatile columns, in comparable form; ``root`` is
+    a local folder or an object storage URI."""
+    path = LakehousePaths(str(root)).table(table)
+    if not storage.exists(f"{path}/_delta_log"):
         return Counter()
-    df = spark.read.format("delta").load(str(path))
+    df = spark.read.format("delta").load(path)
     columns = [c for c in df.columns if c not in VOLATILE]
     # As text: PySpark cannot collect every timestamp Python can hold (year 1 after a shift).
     rows = df.selectExpr(*[f"CAST(`{c}` AS STRING) AS `{c}`" if _is_time(df, c) else f"`{c}`" for c in columns])
@@ -58,7 +61,7 @@ def _is_time(df, column: str) -> bool:
     return df.schema[column].dataType.typeName() in ("timestamp", "timestamp_ntz", "date")
 
 
-def lost_and_duplicated(spark: SparkSession, subject: Path, reference: Path) -> dict[str, tuple[int, int]]:
+def lost_and_duplicated(spark: SparkSession, subject: Path | str, reference: Path) -> dict[str, tuple[int, int]]:
     """Per table: (rows of the reference missing from the subject, rows the subject has beyond
     the reference). A changed row counts once in each."""
     result = {}

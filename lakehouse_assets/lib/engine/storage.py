@@ -87,11 +87,17 @@ def list_names(path: str) -> list[str]:
 
 
 def read_text(path: str) -> str | None:
+    data = read_bytes(path)
+    return None if data is None else data.decode("utf-8")
+
+
+def read_bytes(path: str) -> bytes | None:
+    """The contents of the file ``path`` (None when it is not a file)."""
     filesystem, inner, info = _info(path)
     if info.type != pafs.FileType.File:
         return None
     with filesystem.open_input_stream(inner) as stream:
-        return stream.read().decode("utf-8")
+        return stream.read()
 
 
 def write_text(path: str, text: str) -> None:

@@ -1,0 +1,90 @@
+"""The scale-out stack of the tests: a Spark standalone cluster, the Spark Connect engine on it,
+an S3-compatible server and PostgreSQL, all real servers on 127.0.0.1, and the helpers that land
+data into the bucket and compare it with a local reference run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.delta_log import delta_version
+from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.spark.engine import Engine
+from lakehouse_assets.lib.spark.object_store import s3a_conf
+from lakehouse_assets.lib.ports import free_port
+from lakehouse_assets.tools.cluster import StandaloneCluster
+from lakehouse_assets.tools.postgres import PostgresServer, postgres_home
+from lakehouse_assets.tools.s3server import S3Server
+from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
+from lakehouse_assets_tests.support.reference import ALL_TABLES
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set while the block runs (settings are read per call)."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@dataclass
+class Stack:
+    cluster: StandaloneCluster
+    s3: S3Server
+    postgres: PostgresServer
+    engine: Engine
+    work: Path
+
+    def new_engine(self, log_name: str = "engine.log") -> Engine:
+        """Another engine on the cluster (after the first was killed)."""
+        self.engine = Engine(free_port(), master=self.cluster.url, log=open(self.work / log_name, "ab")).start()
+        return self.engine
+
+    def instance_home(self, name: str) -> tuple[Path, dict[str, str]]:
+        """A DAGSTER_HOME on its own Postgres database, and the variables that select it."""
+        home = postgres_home(self.work / name / "dagster_home")
+        return home, {"DAGSTER_HOME": str(home), "DAGSTER_PG_URL": self.postgres.create_database(name)}
+
+    def materialize(self, name: str, root: str, env: dict[str, str], **kwargs) -> Outcome:
+        """``dagster asset materialize --select '*'`` as a client of the engine."""
+        env = {**env, "LAKEHOUSE_ROOT": root, "SPARK_REMOTE": self.engine.url}
+        return materialize_in_child(self.work / name, "*", env=env, **kwargs)
+
+
+def land_round(root: str, reference: Path, options: GeneratorOptions) -> list[str]:
+    """A generator batch into the bucket, and the same files into the reference's landing zone."""
+    written = [str(uri) for uri in generate(LakehousePaths(root), options)]
+    for uri in written:
+        relative = uri.removeprefix(f"{root}/")
+        target = reference / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(storage.read_bytes(uri) or b"")
+    return written
+
+
+def versions(root: str) -> dict[str, int | None]:
+    """Every contract table's latest Delta version, from its log in the bucket."""
+    paths = LakehousePaths(root)
+    return {table: delta_version(paths.table(table)) for table in ALL_TABLES}
+
+
+def read_bucket_through(spark: SparkSession) -> None:
+    """Let the tests' own (embedded) session read the bucket: the s3a settings on its Hadoop
+    configuration, which Delta's reads use (session settings do not reach it)."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3a_conf(current()).items():
+        hadoop.set(key.removeprefix("spark.hadoop."), value)
