@@ -59,10 +59,10 @@ class Stack:
         home = postgres_home(self.work / name / "dagster_home")
         return home, {"DAGSTER_HOME": str(home), "DAGSTER_PG_URL": self.postgres.create_database(name)}
 
-    def materialize(self, name: str, root: str, env: dict[str, str], **kwargs) -> Outcome:
-        """``dagster asset materialize --select '*'`` as a client of the engine."""
+    def materialize(self, name: str, root: str, env: dict[str, str], selection: str = "*") -> Outcome:
+        """``dagster asset materialize --select <selection>`` as a client of the engine."""
         env = {**env, "LAKEHOUSE_ROOT": root, "SPARK_REMOTE": self.engine.url}
-        return materialize_in_child(self.work / name, "*", env=env, **kwargs)
+        return materialize_in_child(self.work / name, selection, env=env)
 
 
 def land_round(root: str, reference: Path, options: GeneratorOptions) -> list[str]:

@@ -96,7 +96,8 @@ def read_bytes(path: str) -> bytes | None:
     filesystem, inner, info = _info(path)
     if info.type != pafs.FileType.File:
         return None
-    with filesystem.open_input_stream(inner) as stream:
+    # compression=None: the bytes as stored (pyarrow would gunzip a name ending in .gz).
+    with filesystem.open_input_stream(inner, compression=None) as stream:
         return stream.read()
 
 
@@ -110,7 +111,8 @@ def write_bytes(path: str, data: bytes) -> None:
     parent = inner.rsplit("/", 1)[0]
     if parent:
         filesystem.create_dir(parent, recursive=True)
-    with filesystem.open_output_stream(inner) as stream:
+    # compression=None: the bytes as given (pyarrow would gzip again a name ending in .gz).
+    with filesystem.open_output_stream(inner, compression=None) as stream:
         stream.write(data)
 
 
