@@ -20,6 +20,9 @@ help:
 	@echo "make dev         - start the Spark Connect engine, the Dagster UI and daemon on http://127.0.0.1:\$$DAGSTER_PORT (3000)"
 	@echo "make engine      - run the Spark Connect engine in the foreground (then export SPARK_REMOTE=sc://127.0.0.1:15002)"
 	@echo "make postgres    - run a throwaway PostgreSQL for Dagster's storage in the foreground; make dev POSTGRES=1 starts one too"
+	@echo "make cluster     - run a Spark standalone master and worker in the foreground (then make engine SPARK_MASTER=spark://127.0.0.1:7077)"
+	@echo "make s3          - run an S3-compatible server (S3Proxy) in the foreground; make dev S3=1 makes its bucket the data root"
+	@echo "make stack       - the whole scale-out stack: cluster, engine on it, S3 bucket as data root, PostgreSQL, Dagster UI"
 	@echo "make kafka       - run a Kafka broker in the foreground on 127.0.0.1:\$$LAKEHOUSE_KAFKA_PORT (9092); make dev KAFKA=1 starts one too"
 	@echo "make land        - drop a new generated batch into the landing zone"
 	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
@@ -153,6 +156,22 @@ dev: setup
 	  export DAGSTER_PG_URL="$$(cat "$$pgurl")" DAGSTER_HOME="$(CURDIR)/data/dagster-postgres"; \
 	  $(BIN)/python -c "import os; from pathlib import Path; from lakehouse_assets.tools.postgres import postgres_home; postgres_home(Path(os.environ['DAGSTER_HOME']))"; \
 	fi; \
+	if [ "$${S3:-0}" = 1 ]; then \
+	  s3env="$(CURDIR)/data/.s3-env"; rm -f "$$s3env"; \
+	  $(BIN)/python -m lakehouse_assets.tools.s3server --env-file "$$s3env" & pids="$$pids $$!"; \
+	  until [ -s "$$s3env" ]; do \
+	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: the S3 server did not start" >&2; exit 1; }; sleep 1; \
+	  done; \
+	  . "$$s3env"; \
+	fi; \
+	if [ "$${CLUSTER:-0}" = 1 ]; then \
+	  master="$(CURDIR)/data/.cluster-url"; rm -f "$$master"; \
+	  $(BIN)/python -m lakehouse_assets.tools.cluster --url-file "$$master" & pids="$$pids $$!"; \
+	  until [ -s "$$master" ]; do \
+	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: the Spark cluster did not start" >&2; exit 1; }; sleep 1; \
+	  done; \
+	  export SPARK_MASTER="$$(cat "$$master")"; \
+	fi; \
 	if [ "$${ENGINE:-1}" != 0 ] && [ -z "$${SPARK_REMOTE:-}" ]; then \
 	  port=$${LAKEHOUSE_ENGINE_PORT:-15002}; \
 	  $(BIN)/python -m lakehouse_assets.lib.spark.engine --port $$port & engine=$$!; pids="$$pids $$engine"; \
@@ -162,6 +181,21 @@ dev: setup
 	  export SPARK_REMOTE=sc://127.0.0.1:$$port; \
 	fi; \
 	$(BIN)/dagster dev --log-level $${DAGSTER_LOG_LEVEL:-warning} -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
+
+# The whole local scale-out stack: a Spark standalone cluster, the engine on it, an S3-compatible
+# server whose bucket is the data root, PostgreSQL for Dagster, and the UI (docs/scale-out.md).
+.PHONY: stack cluster s3
+stack:
+	@$(MAKE) --no-print-directory dev CLUSTER=1 S3=1 POSTGRES=1
+
+# A Spark standalone master and worker on 127.0.0.1 in the foreground (master spark://127.0.0.1:7077).
+cluster: setup
+	@$(BIN)/python -m lakehouse_assets.tools.cluster
+
+# S3Proxy on 127.0.0.1:$$LAKEHOUSE_S3_PORT (8333) in the foreground, objects under data/s3; it prints
+# the variables that make the bucket the data root.
+s3: setup
+	@$(BIN)/python -m lakehouse_assets.tools.s3server
 
 # Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
 latency: setup
