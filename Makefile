@@ -215,6 +215,12 @@ bench: $(STAMP) jars
 bench-sdp: $(STAMP) jars
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.sdp $(BENCH_ARGS)
 
+# The events chain on a standalone cluster (local disk, then an S3 bucket) next to local mode
+# (bench/scale_out_results.md). BENCH_ARGS='--reps 5 --files 40'.
+.PHONY: bench-scale-out
+bench-scale-out: $(STAMP) jars
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.scale_out $(BENCH_ARGS)
+
 chaos: setup
 	@$(BIN)/python scripts/chaos.py $(CHAOS_ARGS)
 
