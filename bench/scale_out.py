@@ -32,9 +32,9 @@ from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets.tools.cluster import StandaloneCluster
+from lakehouse_assets.tools.environment import environment
 from lakehouse_assets.tools.s3server import VERSION as S3PROXY_VERSION
 from lakehouse_assets.tools.s3server import S3Server
-from lakehouse_assets_tests.scaleout.stack import environment
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 BRONZE = "bronze_events,bronze_events_quarantine"
@@ -94,7 +94,7 @@ def report(results: dict) -> str:
         "| one new events file → gold, events chain (median) | "
         + " | ".join(f"{results['setups'][s]['one_file_run_s']} s" for s in setups) + " |",
         f"| bronze backlog: {results['files']} files × {results['rows']} rows, rows/s of the query | "
-        + " | ".join(f"{results['setups'][s]['bronze_rows_per_s']:,}" for s in setups) + " |",
+        + " | ".join(f"{results['setups'][s]['bronze_rows_per_s'] or 0:,}" for s in setups) + " |",
         "| bronze backlog: the query's seconds / the run's | "
         + " | ".join(f"{results['setups'][s]['bronze_query_s']} / {results['setups'][s]['bronze_run_s']}" for s in setups)
         + " |",
@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"machine": machine(), "load": load(), "files": args.files, "rows": args.rows, "setups": {}}
     with ExitStack() as stack:
         log("local: starting an engine on local[*]")
-        engine = stack.enter_context(Engine(free_port(), master="local[*]", log=open(work / "local-engine.log", "ab")))
+        logs = stack.enter_context(open(work / "engines.log", "ab"))
+        engine = stack.enter_context(Engine(free_port(), master="local[*]", log=logs))
         results["setups"]["local"] = measure("local", work / "local", str(work / "local" / "lakehouse"), engine.url,
                                              args.reps, args.files, args.rows)  # fmt: skip
         engine.stop()
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         s3 = stack.enter_context(S3Server(data=work / "s3"))
         with environment(s3.env()):
             log(f"cluster: starting an engine on {cluster.url}")
-            engine = stack.enter_context(Engine(free_port(), master=cluster.url, log=open(work / "cluster-engine.log", "ab")))
+            engine = stack.enter_context(Engine(free_port(), master=cluster.url, log=logs))
             results["setups"]["cluster"] = measure("cluster", work / "cluster", str(work / "cluster" / "lakehouse"),
                                                    engine.url, args.reps, args.files, args.rows)  # fmt: skip
             results["setups"]["cluster + S3"] = measure("cluster + S3", work / "cluster-s3", s3.root("bench"),

@@ -91,6 +91,8 @@ class Settings:
     the AWS SDK's default chain (instance profile, ``~/.aws``)."""
     s3_secret_key: str = field(default="", repr=False)
     """``AWS_SECRET_ACCESS_KEY``: see ``AWS_ACCESS_KEY_ID``."""
+    s3_session_token: str = field(default="", repr=False)
+    """``AWS_SESSION_TOKEN``: with the key pair, temporary credentials (an assumed role, SSO)."""
     s3_port: int = 8333
     """``LAKEHOUSE_S3_PORT``: the port ``make s3`` serves its S3-compatible server on."""
 
@@ -125,6 +127,7 @@ ENV_NAMES: dict[str, str] = {
     "s3_region": "AWS_REGION",
     "s3_access_key": "AWS_ACCESS_KEY_ID",
     "s3_secret_key": "AWS_SECRET_ACCESS_KEY",
+    "s3_session_token": "AWS_SESSION_TOKEN",
     "s3_port": "LAKEHOUSE_S3_PORT",
 }
 

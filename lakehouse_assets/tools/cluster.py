@@ -25,6 +25,7 @@ from pathlib import Path
 import pyspark
 
 from lakehouse_assets.lib.ports import free_port, serving
+from lakehouse_assets.lib.settings import current
 
 SPARK_HOME = Path(pyspark.__file__).parent
 
@@ -53,13 +54,13 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.port}"
 
     def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": current().spark_local_ip,
                "SPARK_DAEMON_MEMORY": "512m", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
-        log = open(Path(self._tmp.name) / f"{name}.log", "ab")
-        return subprocess.Popen(
-            [str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+        with open(Path(self._tmp.name) / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
+            return subprocess.Popen(
+                [str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
 
     def alive_workers(self) -> int:
         """Workers the master counts as alive (its web UI's JSON)."""
@@ -71,6 +72,7 @@ class StandaloneCluster:
 
     def start(self, timeout: float = 90) -> StandaloneCluster:
         if serving(self.port):
+            self.close()
             raise RuntimeError(f"port {self.port} is already in use; choose another master port")
         self.master = self._spawn(
             "master", "org.apache.spark.deploy.master.Master",
@@ -101,12 +103,18 @@ class StandaloneCluster:
         while not ready():
             for process in (self.master, self.worker):
                 if process is not None and process.poll() is not None:
-                    self.stop()
-                    raise RuntimeError(f"the Spark cluster stopped waiting for {what}; see {self._tmp.name}")
+                    logs = self._log_tail()
+                    self.close()
+                    raise RuntimeError(f"the Spark cluster stopped waiting for {what}:\n{logs}")
             if time.monotonic() > deadline:
-                self.stop()
+                self.close()
                 raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
             time.sleep(0.5)
+
+    def _log_tail(self, lines: int = 15) -> str:
+        return "\n".join(
+            line for log in sorted(Path(self._tmp.name).glob("*.log")) for line in log.read_text(errors="replace").splitlines()[-lines:]
+        )
 
     def stop(self) -> None:
         for process in (self.worker, self.master):

@@ -112,6 +112,7 @@ class S3Server:
         (self.data / "buckets").mkdir(parents=True, exist_ok=True)
         properties = self.data / "s3proxy.properties"
         properties.touch(mode=0o600)
+        properties.chmod(0o600)
         properties.write_text(
             f"s3proxy.endpoint={self.endpoint}\n"
             "s3proxy.authorization=aws-v2-or-v4\n"
@@ -120,11 +121,11 @@ class S3Server:
             "jclouds.provider=filesystem\n"
             f"jclouds.filesystem.basedir={self.data / 'buckets'}\n"
         )
-        self._log = open(self.data / "s3proxy.log", "ab")
-        self.process = subprocess.Popen(
-            ["java", "-Xmx256m", "-jar", str(jar), "--properties", str(properties)],
-            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+        with open(self.data / "s3proxy.log", "ab") as log:  # the child keeps its own descriptor
+            self.process = subprocess.Popen(
+                ["java", "-Xmx256m", "-jar", str(jar), "--properties", str(properties)],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
         deadline = time.monotonic() + timeout
         while not serving(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -186,10 +187,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server.start()
         exports = "".join(f"export {key}={value}\n" for key, value in server.env().items())
+        exports += f"export LAKEHOUSE_ROOT={server.root()}\n"
         if args.env_file:
-            Path(args.env_file).touch(mode=0o600)
-            Path(args.env_file).write_text(exports + f"export LAKEHOUSE_ROOT={server.root()}\n")
-        print(f"s3: serving bucket {args.bucket}; point runs at it with\n{exports}export LAKEHOUSE_ROOT={server.root()}", flush=True)
+            env_file = Path(args.env_file)
+            env_file.touch(mode=0o600)
+            env_file.chmod(0o600)
+            env_file.write_text(exports)
+            # Its key pair stays out of terminals and logs.
+            print(f"s3: serving bucket {args.bucket}; point runs at it with  source {env_file}", flush=True)
+        else:
+            print(f"s3: serving bucket {args.bucket}; point runs at it with\n{exports}", flush=True)
         signal.pause()
     except RuntimeError as error:
         print(f"s3: {error}", file=sys.stderr)

@@ -6,12 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from lakehouse_assets.lib.ports import free_port
-from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets.tools.cluster import StandaloneCluster
 from lakehouse_assets.tools.postgres import PostgresServer
 from lakehouse_assets.tools.s3server import S3Server
-from lakehouse_assets_tests.scaleout.stack import Stack, environment, read_bucket_through
+from lakehouse_assets.tools.environment import environment
+from lakehouse_assets_tests.scaleout.stack import Stack, read_bucket_through
 
 
 @pytest.fixture(scope="package")
@@ -20,8 +19,8 @@ def stack(postgres: PostgresServer, spark, tmp_path_factory: pytest.TempPathFact
     with S3Server(data=work / "s3") as s3, StandaloneCluster(cores=2, memory="2g") as cluster:
         with environment(s3.env()):
             read_bucket_through(spark)
-            engine = Engine(free_port(), master=cluster.url, log=open(work / "engine.log", "ab")).start()
-            stack = Stack(cluster, s3, postgres, engine, work)
+            stack = Stack(cluster, s3, postgres, None, work)  # type: ignore[arg-type] - set just below
+            stack.new_engine()
             try:
                 yield stack
             finally:

@@ -4,9 +4,6 @@ data into the bucket and compare it with a local reference run."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,21 +23,6 @@ from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
 from lakehouse_assets_tests.support.reference import ALL_TABLES
 
 
-@contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``values`` set while the block runs (settings are read per call)."""
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 @dataclass
 class Stack:
     cluster: StandaloneCluster
@@ -51,7 +33,8 @@ class Stack:
 
     def new_engine(self, log_name: str = "engine.log") -> Engine:
         """Another engine on the cluster (after the first was killed)."""
-        self.engine = Engine(free_port(), master=self.cluster.url, log=open(self.work / log_name, "ab")).start()
+        with open(self.work / log_name, "ab") as log:  # the server keeps its own descriptor
+            self.engine = Engine(free_port(), master=self.cluster.url, log=log).start()
         return self.engine
 
     def instance_home(self, name: str) -> tuple[Path, dict[str, str]]:

@@ -21,7 +21,8 @@ from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.engine.delta_log import delta_version
 from lakehouse_assets.tools.devserver import DagsterDev
-from lakehouse_assets_tests.scaleout.stack import Stack, environment, land_round, versions
+from lakehouse_assets.tools.environment import environment
+from lakehouse_assets_tests.scaleout.stack import Stack, land_round, versions
 from lakehouse_assets_tests.support.contract import table_history
 from lakehouse_assets_tests.support.expected import expected_history
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
@@ -57,6 +58,7 @@ def test_two_rounds_on_the_cluster_with_s3_and_postgres_equal_a_local_run(stack:
     assert sum(table_rows(spark, root, "silver_events").values()) > 0
 
     before = versions(root)
+    assert all(version is not None for version in before.values()), before
     run = stack.materialize("no-data", root, instance_env)
     assert run.returncode == 0, run.output
     assert versions(root) == before, "a run with nothing new changed a Delta version"

@@ -19,7 +19,8 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.generate import GeneratorOptions
-from lakehouse_assets_tests.scaleout.stack import Stack, environment, land_round
+from lakehouse_assets.tools.environment import environment
+from lakehouse_assets_tests.scaleout.stack import Stack, land_round
 from lakehouse_assets_tests.support.crash import FAULT_HOOK, Outcome
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
 from lakehouse_assets_tests.support.reference import table_rows
@@ -31,13 +32,25 @@ START = datetime(2026, 11, 21, 8, tzinfo=UTC)
 
 
 def run_with_fault(stack: Stack, name: str, root: str, env: dict[str, str], fault, after_s: float) -> Outcome:
-    """Materialize the chain; ``fault()`` fires ``after_s`` seconds into the run."""
-    timer = threading.Timer(after_s, fault)
+    """Materialize the chain; ``fault()`` fires ``after_s`` seconds into the run. The fault has
+    ended (the server or worker is back) when this returns; its error, if any, is raised."""
+    errors: list[BaseException] = []
+
+    def fire() -> None:
+        try:
+            fault()
+        except BaseException as error:  # noqa: BLE001 - raised in the test's thread below
+            errors.append(error)
+
+    timer = threading.Timer(after_s, fire)
     timer.start()
     try:
         return stack.materialize(name, root, env, selection=",".join(CHAIN))
     finally:
-        timer.cancel()
+        timer.cancel()  # not fired yet: never fires
+        timer.join()  # firing: a run that failed fast must not be retried while the fault lasts
+        if errors:
+            raise errors[0]
 
 
 def test_worker_loss_s3_restart_and_an_engine_killed_mid_commit_leave_exact_tables(stack: Stack, spark, tmp_path: Path) -> None:

@@ -106,13 +106,17 @@ class Engine:
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + timeout
-        while not serving(self.port, current().spark_local_ip):
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the Spark Connect engine exited with {self.process.returncode} before serving")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError(f"the Spark Connect engine did not serve on port {self.port} in {timeout:.0f}s")
-            time.sleep(0.5)
+        try:
+            while not serving(self.port, current().spark_local_ip):
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"the Spark Connect engine exited with {self.process.returncode} before serving")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the Spark Connect engine did not serve on port {self.port} in {timeout:.0f}s")
+                time.sleep(0.5)
+        except BaseException:
+            self.stop()
+            raise
+        secrets_file.unlink(missing_ok=True)  # spark-submit read it at launch
         return self
 
     def kill(self) -> None:

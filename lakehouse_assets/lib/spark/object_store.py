@@ -13,8 +13,10 @@ from typing import Any
 
 from lakehouse_assets.lib.settings import Settings
 
-# Hadoop settings holding secrets: kept off command lines (see engine.secret_properties).
-SECRET_KEYS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key")
+# Settings holding credentials: kept off command lines (the engine's properties file, or the
+# environment of a local driver).
+CREDENTIAL_PROVIDER = "spark.hadoop.fs.s3a.aws.credentials.provider"
+SECRET_KEYS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key", "spark.hadoop.fs.s3a.session.token")
 
 
 def s3a_conf(settings: Settings) -> dict[str, Any]:
@@ -22,17 +24,20 @@ def s3a_conf(settings: Settings) -> dict[str, Any]:
     when neither is configured: hadoop-aws's defaults then reach AWS)."""
     conf: dict[str, Any] = {}
     if settings.s3_access_key and settings.s3_secret_key:
+        temporary = bool(settings.s3_session_token)
+        provider = "TemporaryAWSCredentialsProvider" if temporary else "SimpleAWSCredentialsProvider"
         conf |= {
-            "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            CREDENTIAL_PROVIDER: f"org.apache.hadoop.fs.s3a.{provider}",
             SECRET_KEYS[0]: settings.s3_access_key,
             SECRET_KEYS[1]: settings.s3_secret_key,
+            **({SECRET_KEYS[2]: settings.s3_session_token} if temporary else {}),
         }
     if settings.s3_endpoint:
         conf |= {
             "spark.hadoop.fs.s3a.endpoint": settings.s3_endpoint,
             "spark.hadoop.fs.s3a.endpoint.region": settings.s3_region,
             "spark.hadoop.fs.s3a.path.style.access": "true",
-            "spark.hadoop.fs.s3a.connection.ssl.enabled": str(settings.s3_endpoint.startswith("https:")).lower(),
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": str(not settings.s3_endpoint.startswith("http:")).lower(),
             "spark.hadoop.fs.s3a.checksum.generation": "false",
             "spark.hadoop.fs.s3a.checksum.validation": "false",
             "spark.hadoop.fs.s3a.create.checksum.algorithm": "NONE",
@@ -50,6 +55,8 @@ def pyarrow_s3_options(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {"region": settings.s3_region, "connect_timeout": 5, "request_timeout": 30}
     if settings.s3_access_key and settings.s3_secret_key:
         options |= {"access_key": settings.s3_access_key, "secret_key": settings.s3_secret_key}
+        if settings.s3_session_token:
+            options["session_token"] = settings.s3_session_token
     if settings.s3_endpoint:
         scheme, _, address = settings.s3_endpoint.rpartition("://")
         options |= {"endpoint_override": address, "scheme": scheme or "https", "force_virtual_addressing": False}

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
-from lakehouse_assets.lib.spark.object_store import s3a_conf
+from lakehouse_assets.lib.spark.object_store import CREDENTIAL_PROVIDER, SECRET_KEYS, s3a_conf
 
 ENGINE_RETRIES = 6  # about 12 s of back-off before a run reports the engine unreachable
 
@@ -81,6 +81,11 @@ def spark_conf(
         "spark.pyspark.python": sys.executable,
         **s3a_conf(settings),
     }
+    if local:
+        # A local driver reads the credentials from its environment (S3A's default chain), as
+        # PySpark would otherwise put them on the JVM's command line for every user to see.
+        for key in (CREDENTIAL_PROVIDER, *SECRET_KEYS):
+            conf.pop(key, None)
     if master.startswith("local"):
         # A local driver talks only to itself: bind to loopback, never to a public interface.
         conf["spark.driver.bindAddress"] = settings.spark_local_ip
