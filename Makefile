@@ -96,7 +96,7 @@ $(CDS): $(STAMP) lakehouse_assets/lib/spark/jars.py lakehouse_assets/lib/spark/c
 
 demo: setup
 	@$(BIN)/python -m lakehouse_assets.generate
-	@$(BIN)/dagster asset materialize -m lakehouse_assets --select '*' > .cache/demo-run.log 2>&1 || { \
+	@$(BIN)/dagster asset materialize -m lakehouse_assets.definitions --select '*' > .cache/demo-run.log 2>&1 || { \
 	  tail -40 .cache/demo-run.log; echo "materialization failed; full log: .cache/demo-run.log" >&2; exit 1; }
 	@$(BIN)/python -m lakehouse_assets.summary
 
@@ -105,7 +105,7 @@ demo: setup
 QUIET_RUN := {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 materialize: setup
-	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/dagster asset materialize -m lakehouse_assets --select '*' \
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/dagster asset materialize -m lakehouse_assets.definitions --select '*' \
 	  --config-json '$(QUIET_RUN)'
 
 land: setup

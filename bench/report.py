@@ -131,7 +131,7 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             f"{cfg['base_files']} history files of {cfg['small_rows']} events were ingested first (not timed: by the "
             "plain script itself, and into the framework's root by section 4's warm process, with checks); then "
             f"{cfg['reps']} times one new file of {cfg['small_rows']} events was landed into both data roots and each "
-            "side run in a fresh process, alternating which went first: `dagster asset materialize -m lakehouse_assets "
+            "side run in a fresh process, alternating which went first: `dagster asset materialize -m lakehouse_assets.definitions "
             "--select bronze_events,…,gold_hourly_revenue` (the three tables and their quarantines, with their asset "
             "checks) and `python bench/plain_pipeline.py` (the same three availableNow queries, no checks, no metadata). "
             "The framework's Spark driver maps Spark's and Delta's classes from the class-data archive that `make setup` "

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from lakehouse_assets.lib.brokers.kafka_offsets import KafkaProblem
+from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
-from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable, current
+from lakehouse_assets.lib.errors import RootUnusable
+from lakehouse_assets.lib.settings import LakehousePaths, current
 
 CATEGORIES = ["books", "electronics", "garden", "toys", "fashion", None]
 PAGES = ["/", "/search", "/product", "/cart", "/checkout"]

@@ -25,7 +25,7 @@ def _text(value: object) -> str:
 def main() -> None:
     console = Console(width=None if Console().is_terminal else 120)
     paths = LakehousePaths.from_env()
-    graph = defs.resolve_asset_graph()
+    graph = defs().resolve_asset_graph()
     table = Table(title="lakehouse_assets: tables after the last run")
     for column in ("group", "table", "rows", "new rows", "quarantined", "Delta version"):
         table.add_column(column, justify="right" if column not in ("group", "table") else "left")

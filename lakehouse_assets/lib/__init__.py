@@ -31,6 +31,14 @@ from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_bl
 from lakehouse_assets.lib.declare.registry import collect_tables
 from lakehouse_assets.lib.declare.sinks import append, merge, overwrite, recompute, to_kafka
 from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable, streaming_table
+from lakehouse_assets.lib.errors import (
+    DeclarationError,
+    EngineUnavailable,
+    ExpectationFailed,
+    KafkaProblem,
+    LakehouseError,
+    RootUnusable,
+)
 from lakehouse_assets.lib.settings import LakehousePaths
 
 # The Dagster adapter loads on first use: a Spark Connect engine's Python workers import the
@@ -57,7 +65,13 @@ def __dir__() -> list[str]:
 __all__ = [
     "IS_JSON_OBJECT",
     "RESCUED",
+    "DeclarationError",
+    "EngineUnavailable",
     "Expectation",
+    "ExpectationFailed",
+    "KafkaProblem",
+    "LakehouseError",
+    "RootUnusable",
     "Flow",
     "LakehousePaths",
     "LakehouseResource",

@@ -34,6 +34,7 @@ from pyspark.pipelines.source_code_location import get_caller_source_code_locati
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.sdp.graph import CdcFlow, column_name, column_names, sql_text
 from lakehouse_assets.lib.sdp.session import SPARK
+from lakehouse_assets.lib.errors import DeclarationError
 
 view = temporary_view
 """Lakeflow's name for :func:`temporary_view`."""
@@ -55,7 +56,7 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 def _attach(expectations: list[Expectation]) -> Decorator:
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(function):
-            raise TypeError(
+            raise DeclarationError(
                 f"@dp.expect... applies to a query function: place it below @dp.table or "
                 f"@dp.materialized_view, next to the def (got {function!r})"
             )
@@ -143,9 +144,9 @@ def create_auto_cdc_flow(
     location = get_caller_source_code_location(stacklevel=1)
     for flag, given in (("ignore_null_updates", ignore_null_updates), ("apply_as_truncates", apply_as_truncates), ("once", once)):
         if given:
-            raise TypeError(f"create_auto_cdc_flow({target!r}): {flag} is not supported here")
+            raise DeclarationError(f"create_auto_cdc_flow({target!r}): {flag} is not supported here")
     if str(stored_as_scd_type) not in ("1", "2"):
-        raise TypeError(f"create_auto_cdc_flow({target!r}): stored_as_scd_type is 1 or 2, not {stored_as_scd_type!r}")
+        raise DeclarationError(f"create_auto_cdc_flow({target!r}): stored_as_scd_type is 1 or 2, not {stored_as_scd_type!r}")
 
     get_active_graph_element_registry().register_auto_cdc_flow(
         CdcFlow(  # type: ignore[arg-type]

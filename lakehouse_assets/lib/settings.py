@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from lakehouse_assets.lib.errors import RootUnusable
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -166,10 +168,6 @@ def user_cache(environ: Mapping[str, str] | None = None) -> Path:
     ``~/.cache``, then ``lakehouse_assets``), shared by every clone on the machine."""
     environ = os.environ if environ is None else environ
     return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakehouse_assets"
-
-
-class RootUnusable(ValueError):
-    """The data root cannot be used; the message is one sentence for the terminal."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import pyspark
 
 from lakehouse_assets.lib.ports import free_port, serving
 from lakehouse_assets.lib.settings import current
+from lakehouse_assets.tools.foreground import serve_in_foreground
 
 SPARK_HOME = Path(pyspark.__file__).parent
 
@@ -145,26 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", default="2g", help="the worker's memory for executors")
     parser.add_argument("--url-file", help="write the master's URL here once the worker registered (for make dev)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     cluster = StandaloneCluster(args.port, args.cores, args.memory)
     print(f"cluster: starting a master on {cluster.url} and a worker ({args.cores} cores, {args.memory})", flush=True)
-    try:
-        cluster.start()
-        if args.url_file:
-            Path(args.url_file).write_text(cluster.url + "\n")
-        print(f"cluster: ready (master UI http://127.0.0.1:{cluster.web_port}); run the engine on it with\n"
-              f"  make engine SPARK_MASTER={cluster.url}", flush=True)  # fmt: skip
-        signal.pause()
-    except RuntimeError as error:
-        print(f"cluster: {error}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        cluster.close()
-        if args.url_file:
-            Path(args.url_file).unlink(missing_ok=True)
-    return 0
+    return serve_in_foreground(
+        "cluster", cluster.start, cluster.close, lambda: cluster.url + "\n",
+        lambda: f"ready (master UI http://127.0.0.1:{cluster.web_port}); run the engine on it with\n"
+                f"  make engine SPARK_MASTER={cluster.url}",
+        args.url_file,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

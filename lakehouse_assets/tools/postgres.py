@@ -16,7 +16,6 @@ import glob
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from lakehouse_assets.lib.ports import free_port, serving
 from lakehouse_assets.lib.settings import REPO_ROOT
+from lakehouse_assets.tools.foreground import serve_in_foreground
 
 USER, DATABASE = "lakehouse", "dagster"
 
@@ -142,25 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("LAKEHOUSE_POSTGRES_PORT", "5433")))
     parser.add_argument("--url-file", help="write the server's DAGSTER_PG_URL here once it serves (for make dev)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = PostgresServer(args.port)
     print(f"postgres: starting on 127.0.0.1:{args.port} (Ctrl-C stops it and deletes its data)", flush=True)
-    try:
-        server.start()
-        if args.url_file:
-            Path(args.url_file).write_text(server.url + "\n")
-        print(f"postgres: serving; point Dagster at it with  export DAGSTER_PG_URL={server.url}", flush=True)
-        signal.pause()
-    except RuntimeError as error:
-        print(f"postgres: {error}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        server.stop()
-        if args.url_file:
-            Path(args.url_file).unlink(missing_ok=True)
-    return 0
+    return serve_in_foreground(
+        "postgres", server.start, server.stop, lambda: server.url + "\n",
+        lambda: f"serving; point Dagster at it with  export DAGSTER_PG_URL={server.url}",
+        args.url_file,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import argparse
 import hashlib
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pyarrow import fs as pafs
 
 from lakehouse_assets.lib.ports import free_port, serving
 from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
+from lakehouse_assets.tools.foreground import serve_in_foreground
 
 VERSION = "4.1.0"
 JAR = f"s3proxy-{VERSION}-jar-with-dependencies.jar"
@@ -181,33 +181,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bucket", default="lakehouse")
     parser.add_argument("--env-file", help="write the variables that point runs at the server here (for make dev)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = S3Server(args.port, Path(args.data), args.bucket)
     print(f"s3: starting S3Proxy {VERSION} on {server.endpoint}, objects under {args.data}", flush=True)
-    try:
-        server.start()
-        exports = "".join(f"export {key}={value}\n" for key, value in server.env().items())
-        exports += f"export LAKEHOUSE_ROOT={server.root()}\n"
-        if args.env_file:
-            env_file = Path(args.env_file)
-            env_file.touch(mode=0o600)
-            env_file.chmod(0o600)
-            env_file.write_text(exports)
-            # Its key pair stays out of terminals and logs.
-            print(f"s3: serving bucket {args.bucket}; point runs at it with  source {env_file}", flush=True)
-        else:
-            print(f"s3: serving bucket {args.bucket}; point runs at it with\n{exports}", flush=True)
-        signal.pause()
-    except RuntimeError as error:
-        print(f"s3: {error}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        server.stop()
-        if args.env_file:
-            Path(args.env_file).unlink(missing_ok=True)
-    return 0
+
+    def exports() -> str:
+        variables = {**server.env(), "LAKEHOUSE_ROOT": server.root()}
+        return "".join(f"export {key}={value}\n" for key, value in variables.items())
+
+    def ready_message() -> str:
+        # With a file, the key pair stays out of terminals and logs.
+        how = f"  source {args.env_file}" if args.env_file else f"\n{exports()}"
+        return f"serving bucket {args.bucket}; point runs at it with{how}"
+
+    return serve_in_foreground("s3", server.start, server.stop, exports, ready_message, args.env_file)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,16 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from lakehouse_assets.lib import LakehousePaths, build_definitions, collect_tables, recompute, static, streaming_table
+from lakehouse_assets.lib import (
+    DeclarationError,
+    LakehouseError,
+    LakehousePaths,
+    build_definitions,
+    collect_tables,
+    recompute,
+    static,
+    streaming_table,
+)
 
 PACKAGE = "lakehouse_assets_tests.framework.tiny_pipeline"
 
@@ -86,11 +95,13 @@ def test_a_pipeline_of_its_own_materializes_exactly_through_dagster(tmp_path: Pa
 
 
 def test_a_recompute_table_reads_exactly_one_stream() -> None:
-    with pytest.raises(TypeError, match="exactly one Delta table as a stream or change feed"):
+    with pytest.raises(DeclarationError, match="exactly one Delta table as a stream or change feed"):
 
         @streaming_table(group="g", sink=recompute(keys=["k"], reread_by="k"))
         def two_streams(a, b):  # noqa: ANN001, ANN202 - never run
             return a
+
+    assert issubclass(DeclarationError, LakehouseError)
 
     @streaming_table(group="g", inputs={"lookup": static("lookup")}, sink=recompute(keys=["k"], reread_by="k"))
     def one_stream_and_a_lookup(a, lookup):  # noqa: ANN001, ANN202 - never run

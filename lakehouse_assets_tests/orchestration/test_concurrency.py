@@ -64,7 +64,7 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark, storag
         procs.append(
             (
                 subprocess.Popen(
-                    [str(dagster), "asset", "materialize", "-m", "lakehouse_assets", "--select", SELECTION],
+                    [str(dagster), "asset", "materialize", "-m", "lakehouse_assets.definitions", "--select", SELECTION],
                     cwd=REPO_ROOT,
                     env=env,
                     stdout=log,

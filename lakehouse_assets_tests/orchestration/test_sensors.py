@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from lakehouse_assets.definitions import TABLES, defs
+from lakehouse_assets.definitions import TABLES, build_definitions
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, kafka_subscriptions, landing_sources
 from lakehouse_assets.lib.orchestrate.kafka_sensor import kafka_sensor_name
@@ -20,6 +20,7 @@ from lakehouse_assets.lib.engine.landing_names import expand_braces
 from lakehouse_assets.lib.orchestrate.landing import LandingCursor
 from lakehouse_assets.lib.orchestrate.sensors import SensorSettings, build_landing_sensor, sensor_name
 
+defs = build_definitions()
 JOBS, SENSORS, SCHEDULES = list(defs.jobs or []), list(defs.sensors or []), list(defs.schedules or [])
 
 
@@ -28,7 +29,7 @@ def _origin():
     from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
     from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
-    location = InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="lakehouse_assets"))
+    location = InProcessCodeLocationOrigin(LoadableTargetOrigin(module_name="lakehouse_assets.definitions"))
     return RemoteJobOrigin(RemoteRepositoryOrigin(location, "__repository__"), "ingest_events")
 
 

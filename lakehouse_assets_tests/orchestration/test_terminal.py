@@ -19,7 +19,7 @@ from lakehouse_assets.tools.devserver import isolated_home
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
-MATERIALIZE = [DAGSTER, "asset", "materialize", "-m", "lakehouse_assets", "--select", "*"]
+MATERIALIZE = [DAGSTER, "asset", "materialize", "-m", "lakehouse_assets.definitions", "--select", "*"]
 TRACE_MARKERS = ("Traceback", "Stack Trace", "\tat org.apache", "py4j")
 
 

@@ -19,13 +19,13 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.definitions import defs
+from lakehouse_assets.definitions import build_definitions
 from lakehouse_assets.generate import Generator, GeneratorOptions, generate
 from lakehouse_assets.lib import append_flow, kafka, landing, streaming_table
 from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker
 from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.settings import LakehousePaths
@@ -121,7 +121,7 @@ def assert_sink_has_every_change(spark: SparkSession, root: Path, broker: KafkaB
 
 def sensor_result(root: Path, broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("LAKEHOUSE_KAFKA_BOOTSTRAP", broker.bootstrap)
-    sensor = next(s for s in defs.sensors if s.name == "kafka_events_sensor")
+    sensor = next(s for s in build_definitions().sensors if s.name == "kafka_events_sensor")
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, resources={"lakehouse": LakehouseResource(root=str(root))})
         return sensor.evaluate_tick(context)

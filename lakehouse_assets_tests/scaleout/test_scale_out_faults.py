@@ -23,7 +23,7 @@ from lakehouse_assets.tools.environment import environment
 from lakehouse_assets_tests.scaleout.stack import Stack, land_round
 from lakehouse_assets_tests.support.crash import FAULT_HOOK, Outcome
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.reference import table_rows
+from lakehouse_assets_tests.support.reference import lost_and_duplicated
 from lakehouse_assets_tests.support.runs import assert_events_exact
 
 pytestmark = pytest.mark.slow
@@ -91,10 +91,7 @@ def test_worker_loss_s3_restart_and_an_engine_killed_mid_commit_leave_exact_tabl
         assert retry.returncode == 0, retry.output
         outcomes[name] = (first.returncode, round(first.seconds), round(retry.seconds))
         reference.materialize(selection=CHAIN)  # type: ignore[arg-type] - a list of keys
-        differing = {t: (sum((want - got).values()), sum((got - want).values()))
-                     for t in CHAIN
-                     for want, got in [(table_rows(spark, reference.root, t), table_rows(spark, root, t))]
-                     if want != got}  # fmt: skip
+        differing = {t: d for t, d in lost_and_duplicated(spark, root, reference.root, CHAIN).items() if any(d)}
         assert not differing, f"after the {name} fault: (missing, extra) rows per table: {differing}"
     assert outcomes["commit"][0] != 0, "the run whose engine was killed mid-commit succeeded: nothing was tested"
     assert_events_exact(spark, reference.root)

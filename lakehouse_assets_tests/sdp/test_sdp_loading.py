@@ -10,7 +10,7 @@ import pytest
 from dagster.components.testing.utils import component_defs
 
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.component import SparkPipelineComponent
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
 from lakehouse_assets.lib.settings import REPO_ROOT

@@ -32,7 +32,7 @@ def materialize_in_child(
     timeout: float = 900,
     run_config: dict | None = None,
     env: dict[str, str] | None = None,
-    location: tuple[str, ...] = ("-m", "lakehouse_assets"),
+    location: tuple[str, ...] = ("-m", "lakehouse_assets.definitions"),
 ) -> Outcome:
     """``dagster asset materialize`` of the code ``location`` (default: the demo) in its own
     process group; SIGKILL the whole group after ``kill_after`` seconds, or let ``fault``

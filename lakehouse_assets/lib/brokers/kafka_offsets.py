@@ -15,6 +15,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError, KafkaTimeoutError
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput
+from lakehouse_assets.lib.errors import KafkaProblem
 
 Partition = tuple[str, int]
 
@@ -26,10 +27,6 @@ _CLIENT_OPTIONS = {
     "kafka.sasl.mechanism": "sasl_mechanism",
     "kafka.ssl.cafile": "ssl_cafile",
 }
-
-
-class KafkaProblem(Exception):
-    """The topic cannot be read as declared; the message is one sentence with the fix."""
 
 
 class TopicMissing(KafkaProblem):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafka import KafkaProducer
 
-from lakehouse_assets.lib.brokers.kafka_offsets import KafkaProblem
+from lakehouse_assets.lib.errors import KafkaProblem
 
 
 def produce_lines(servers: str, topic: str, lines: list[str | None], partitions: int | None = None) -> list[str]:

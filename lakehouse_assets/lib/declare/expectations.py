@@ -16,6 +16,8 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse_assets.lib.errors import ExpectationFailed
+
 Action = Literal["warn", "drop", "quarantine", "fail"]
 FAILED_EXPECTATIONS = "failed_expectations"
 
@@ -50,10 +52,6 @@ def expect_or_quarantine(name: str, condition: str) -> Expectation:
 def expect_or_fail(name: str, condition: str) -> Expectation:
     """Fail the run when any row fails."""
     return Expectation(name, condition, "fail")
-
-
-class ExpectationFailed(Exception):
-    """Raised inside a micro-batch when an expectation with action ``fail`` is violated."""
 
 
 _FLAG = "__lh_pass_"

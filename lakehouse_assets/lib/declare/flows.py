@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.inputs import Input
+from lakehouse_assets.lib.errors import DeclarationError
 
 _FLOW_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -44,5 +45,5 @@ def append_flow(
         columns.
     """
     if not _FLOW_NAME.match(name):
-        raise ValueError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
+        raise DeclarationError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
     return Flow(name, dict(inputs), transform)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+from lakehouse_assets.lib.errors import DeclarationError
 
 ReadMode = Literal["stream", "static", "change_feed"]
 
@@ -154,5 +155,5 @@ def kafka(
     """
     chosen = ([topic] if topic else []) + list(topics or [])
     if bool(chosen) == bool(pattern):
-        raise TypeError("kafka(): give a topic (or topics=[...]) or a pattern, not both and not neither")
+        raise DeclarationError("kafka(): give a topic (or topics=[...]) or a pattern, not both and not neither")
     return KafkaInput(tuple(chosen), pattern, starting_offsets, bootstrap_servers, dict(options or {}))

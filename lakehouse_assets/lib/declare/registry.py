@@ -9,6 +9,7 @@ import pkgutil
 from types import ModuleType
 
 from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.errors import DeclarationError
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:
@@ -32,6 +33,6 @@ def collect_tables(package: ModuleType | str) -> list[StreamingTable]:
                 continue
             seen = tables.get(value.name)
             if seen is not None and seen is not value:
-                raise ValueError(f"two tables are named {value.name!r} in {root.__name__} (one in {module.__name__})")
+                raise DeclarationError(f"two tables are named {value.name!r} in {root.__name__} (one in {module.__name__})")
             tables.setdefault(value.name, value)
     return list(tables.values())

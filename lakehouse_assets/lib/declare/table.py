@@ -24,6 +24,7 @@ from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.flows import Flow
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
 from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, OverwriteSink, RecomputeSink, Sink
+from lakehouse_assets.lib.errors import DeclarationError
 
 OutputMode = Literal["append", "update", "complete"]
 
@@ -152,14 +153,14 @@ def _declared_inputs(fn: Callable[..., DataFrame], inputs: dict[str, Input] | No
     declared = dict(inputs or {})
     unknown = set(declared) - set(params)
     if unknown:
-        raise TypeError(f"{fn.__name__}: inputs {sorted(unknown)} are not parameters of the function")
+        raise DeclarationError(f"{fn.__name__}: inputs {sorted(unknown)} are not parameters of the function")
     return {p: declared.get(p) or stream(p) for p in params}
 
 
 def _check_recompute(name: str, sink: Sink, inputs: dict[str, Input]) -> None:
     streams = [p for p, i in inputs.items() if is_streaming(i)]
     if isinstance(sink, RecomputeSink) and (len(streams) != 1 or not isinstance(inputs[streams[0]], TableInput)):
-        raise TypeError(
+        raise DeclarationError(
             f"{name}: a recompute table reads exactly one Delta table as a stream or change feed "
             f"(the rows it re-reads); its other inputs must be static(). Streaming inputs: {streams}"
         )
@@ -170,7 +171,7 @@ def _check_overwrite(name: str, sink: Sink, inputs: dict[str, Input], quarantine
         return
     streams = [p for p, i in inputs.items() if is_streaming(i)]
     if streams or quarantine:
-        raise TypeError(
+        raise DeclarationError(
             f"{name}: an overwrite table reads every input as a snapshot (static()) and keeps no "
             f"quarantine; streaming inputs: {streams}, quarantine: {quarantine.table if quarantine else None}"
         )
@@ -178,16 +179,16 @@ def _check_overwrite(name: str, sink: Sink, inputs: dict[str, Input], quarantine
 
 def _check_flows(name: str, fn: Callable[..., DataFrame], sink: Sink, flows: list[Flow]) -> None:
     if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
-        raise TypeError(f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows")
+        raise DeclarationError(f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows")
     seen: set[str] = set()
     for flow in flows:
         if flow.name in seen:
-            raise TypeError(f"{name}: two flows are named {flow.name!r}")
+            raise DeclarationError(f"{name}: two flows are named {flow.name!r}")
         seen.add(flow.name)
         params = set(inspect.signature(flow.transform or fn).parameters)
         unknown = set(flow.inputs) - params
         if unknown:
-            raise TypeError(f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function")
+            raise DeclarationError(f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function")
 
 
 def streaming_table(

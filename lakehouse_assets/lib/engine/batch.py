@@ -11,7 +11,6 @@ from pyspark.sql.types import ArrayType, StringType, StructType
 
 from lakehouse_assets.lib.declare.expectations import (
     FAILED_EXPECTATIONS,
-    ExpectationFailed,
     expectation_counts,
     first_failure,
     split_by_expectations,
@@ -19,6 +18,7 @@ from lakehouse_assets.lib.declare.expectations import (
 )
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import faults
+from lakehouse_assets.lib.errors import ExpectationFailed
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import BatchHandler
 from lakehouse_assets.lib.engine.report import ExpectationSplit, RunReport, sample_written

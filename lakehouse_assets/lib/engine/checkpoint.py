@@ -11,7 +11,7 @@ from pyspark.sql.types import StructType
 
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import delta_sql, storage
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 
 

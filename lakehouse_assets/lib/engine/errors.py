@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+from lakehouse_assets.lib.errors import LakehouseError
 
-class LakehouseError(Exception):
-    """A failure with a message meant for the user (table name, cause, fix)."""
+__all__ = ["LakehouseError", "engine_lost", "short_error"]
 
 
 def _with_causes(error: BaseException) -> str:

@@ -15,7 +15,7 @@ from lakehouse_assets.lib.declare.sinks import KafkaSink
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.brokers.kafka_offsets import (
     KafkaProblem,
     TopicMissing,

@@ -10,7 +10,8 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine.errors import LakehouseError, short_error
+from lakehouse_assets.lib.engine.errors import short_error
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.engine.report import RunReport
 
 BatchHandler = Callable[[DataFrame, int], None]

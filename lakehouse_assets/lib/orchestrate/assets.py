@@ -10,12 +10,14 @@ from dagster_pyspark import LazyPySparkResource
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
+from lakehouse_assets.lib.engine.errors import engine_lost
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
-from lakehouse_assets.lib.settings import LakehousePaths, RootUnusable, current
+from lakehouse_assets.lib.errors import RootUnusable
+from lakehouse_assets.lib.settings import LakehousePaths, current
 
 KINDS = {"spark", "delta"}
 

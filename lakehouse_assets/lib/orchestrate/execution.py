@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.check_context import CheckContext
-from lakehouse_assets.lib.engine.errors import LakehouseError, engine_lost
+from lakehouse_assets.lib.engine.errors import engine_lost
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lakehouse_assets.lib.brokers.kafka_offsets import KafkaProblem, pending, topic_offsets
+from lakehouse_assets.lib.brokers.kafka_offsets import pending, topic_offsets
+from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.declare.inputs import KafkaInput
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.kafka_input import committed_position, kafka_servers

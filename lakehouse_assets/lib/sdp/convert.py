@@ -29,7 +29,7 @@ from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stre
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, Sink as TableSink, recompute
 from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable
 from lakehouse_assets.lib.dp import expectations_of
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
 from lakehouse_assets.lib.sdp.cdc import cdc_sink
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
@@ -69,19 +69,19 @@ class Converter:
             output = self.graph.outputs.get(read.name)
             if isinstance(output, TemporaryView):
                 if read.name in visiting:
-                    raise LakehouseError(f"{place}: temporary views read each other in a cycle: {' -> '.join([*visiting, read.name])}")
+                    raise DeclarationError(f"{place}: temporary views read each other in a cycle: {' -> '.join([*visiting, read.name])}")
                 inner = self.inputs_of(self.planned[(read.name, read.name)], (*visiting, read.name))
                 for name, streaming in inner.tables.items():
                     if found.tables.get(name, streaming) != streaming:
-                        raise LakehouseError(f"{place}: {planned.flow.target} reads {name} both as a stream and as a snapshot")
+                        raise DeclarationError(f"{place}: {planned.flow.target} reads {name} both as a stream and as a snapshot")
                     found.tables[name] = streaming
                 found.files += inner.files
                 found.views += [v for v in [*inner.views, read.name] if v not in found.views]
             elif output is None or isinstance(output, Sink):
                 what = "a sink" if output is not None else "not a dataset of this pipeline"
-                raise LakehouseError(f"{place}: {planned.flow.target} reads {read.name}, which is {what}")
+                raise DeclarationError(f"{place}: {planned.flow.target} reads {read.name}, which is {what}")
             elif found.tables.get(read.name, read.streaming) != read.streaming:
-                raise LakehouseError(f"{place}: {planned.flow.target} reads {read.name} both as a stream and as a snapshot")
+                raise DeclarationError(f"{place}: {planned.flow.target} reads {read.name} both as a stream and as a snapshot")
             else:
                 found.tables[read.name] = read.streaming
         return found
@@ -119,13 +119,13 @@ class Converter:
     def materialized_view(self, output: MaterializedView) -> StreamingTable:
         flows = self.graph.flows_into(output.name)
         if len(flows) != 1:
-            raise LakehouseError(f"{where(output.source_code_location)}: materialized view {output.name} has {len(flows)} flows; it has one query")
+            raise DeclarationError(f"{where(output.source_code_location)}: materialized view {output.name} has {len(flows)} flows; it has one query")
         planned = self.planned[(output.name, flows[0].name)]
         found = self.inputs_of(planned)
         if found.streams:
-            raise LakehouseError(f"{where(output.source_code_location)}: materialized view {output.name} reads a stream; it reads snapshots (spark.read)")
+            raise DeclarationError(f"{where(output.source_code_location)}: materialized view {output.name} reads a stream; it reads snapshots (spark.read)")
         if any(e.action == "quarantine" for e in expectations_of(flows[0].func)):
-            raise LakehouseError(f"{where(output.source_code_location)}: {output.name}: a materialized view drops, warns or fails on expectations; quarantine is for streaming tables")
+            raise DeclarationError(f"{where(output.source_code_location)}: {output.name}: a materialized view drops, warns or fails on expectations; quarantine is for streaming tables")
         sink: TableSink
         # The recompute strategy finds the keys to rebuild from the function's rows for the new
         # input rows after the expectations: with expectations it could miss one, so full.
@@ -149,16 +149,16 @@ class Converter:
             views = (*found.views, flow.source)
             # The sink re-reads the table under the view by the first key: the view must keep it.
             if row_wise_source(view.plan, flow.keys[:1]) not in found.tables or len(found.tables) != 1:
-                raise LakehouseError(
+                raise DeclarationError(
                     f"{place}: the Auto CDC flow into {output.name} reads the view {flow.source}, which must be row-wise "
                     f"operators over one dataset that keep {flow.keys[0]} as it is; make {flow.source} a @dp.table"
                 )
         elif isinstance(source, (SdpStreamingTable, MaterializedView)):
             found, views = FlowInputs(tables={flow.source: True}), ()
         else:
-            raise LakehouseError(f"{place}: the Auto CDC flow into {output.name} reads {flow.source}, which is not a dataset of this pipeline")
+            raise DeclarationError(f"{place}: the Auto CDC flow into {output.name} reads {flow.source}, which is not a dataset of this pipeline")
         if [n for n, streaming in found.tables.items() if streaming] == [] or found.files:
-            raise LakehouseError(f"{place}: the Auto CDC flow into {output.name} reads its changes from one dataset as a stream")
+            raise DeclarationError(f"{place}: the Auto CDC flow into {output.name} reads its changes from one dataset as a stream")
         transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, _at(flow))
         sink: RecomputeSink = cdc_sink(flow)
         keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
@@ -169,14 +169,14 @@ class Converter:
         place = where(output.source_code_location)
         if cdc:
             if len(cdc) > 1 or flows:
-                raise LakehouseError(f"{place}: {output.name} is written by an Auto CDC flow, which must be its only flow")
+                raise DeclarationError(f"{place}: {output.name} is written by an Auto CDC flow, which must be its only flow")
             return self.cdc_table(output)
         if not flows:
-            raise LakehouseError(f"{place}: streaming table {output.name} has no flow: add @dp.append_flow(target={output.name!r})")
+            raise DeclarationError(f"{place}: streaming table {output.name} has no flow: add @dp.append_flow(target={output.name!r})")
         found = [self.inputs_of(self.planned[(f.target, f.name)]) for f in flows]
         for flow, inputs in zip(flows, found):
             if not inputs.streams:
-                raise LakehouseError(
+                raise DeclarationError(
                     f"{where(flow.source_code_location)}: flow {flow.name} into {output.name} reads no stream; a streaming "
                     "table's flows read spark.readStream (use @dp.materialized_view for a snapshot query)"
                 )
@@ -196,11 +196,11 @@ class Converter:
     def tables(self) -> list[StreamingTable]:
         for flow in self.graph.flows + self.graph.cdc_flows:  # type: ignore[operator]
             if flow.target not in self.graph.outputs:
-                raise LakehouseError(f"{where(flow.source_code_location)}: flow {flow.name} targets {flow.target}, which is not defined")
+                raise DeclarationError(f"{where(flow.source_code_location)}: flow {flow.name} targets {flow.target}, which is not defined")
         tables: list[StreamingTable] = []
         for output in self.graph.outputs.values():
             if isinstance(output, Sink):
-                raise LakehouseError(f"{where(output.source_code_location)}: sink {output.name}: dp.create_sink is not supported yet")
+                raise DeclarationError(f"{where(output.source_code_location)}: sink {output.name}: dp.create_sink is not supported yet")
             if isinstance(output, MaterializedView):
                 tables.append(self.materialized_view(output))
             elif isinstance(output, SdpStreamingTable):
@@ -220,7 +220,7 @@ def _refuse_cycles(tables: list[StreamingTable]) -> None:
     def visit(name: str, path: tuple[str, ...]) -> None:
         if name in path:
             cycle = path[path.index(name):] + (name,)
-            raise LakehouseError(f"datasets read each other in a cycle: {' -> '.join(cycle)}")
+            raise DeclarationError(f"datasets read each other in a cycle: {' -> '.join(cycle)}")
         for upstream in reads.get(name, ()):
             visit(upstream, (*path, name))
 

@@ -18,7 +18,7 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import Output
 from pyspark.pipelines.source_code_location import SourceCodeLocation
 
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
 
 
 def where(location: SourceCodeLocation | None) -> str:
@@ -56,7 +56,7 @@ def column_name(column: Any, what: str, location: SourceCodeLocation) -> str:
     if name is None and getattr(column, "_jc", None) is not None:  # a classic Column
         name = column._jc.toString()
     if name is None or not str(name).replace("_", "").isalnum():
-        raise LakehouseError(f"{where(location)}: {what} must name a column (a string or col('name')), not {column!r}")
+        raise DeclarationError(f"{where(location)}: {what} must name a column (a string or col('name')), not {column!r}")
     return str(name)
 
 
@@ -75,7 +75,7 @@ def sql_text(condition: Any) -> str | None:
         return text
     if getattr(condition, "_jc", None) is not None:
         return str(condition._jc.toString())
-    raise LakehouseError(f"a condition must be SQL text or expr('...'), not {condition!r}")
+    raise DeclarationError(f"a condition must be SQL text or expr('...'), not {condition!r}")
 
 
 def from_pyspark_cdc(flow: AutoCdcFlow) -> CdcFlow:
@@ -108,7 +108,7 @@ class PipelineGraph(GraphElementRegistry):
     def register_output(self, output: Output) -> None:
         seen = self.outputs.get(output.name)
         if seen is not None:
-            raise LakehouseError(
+            raise DeclarationError(
                 f"{where(output.source_code_location)}: {output.name} is defined twice "
                 f"(first at {where(seen.source_code_location)})"
             )
@@ -117,7 +117,7 @@ class PipelineGraph(GraphElementRegistry):
     def register_flow(self, flow: Flow) -> None:
         for seen in self.flows:
             if seen.name == flow.name and seen.target == flow.target:
-                raise LakehouseError(
+                raise DeclarationError(
                     f"{where(flow.source_code_location)}: flow {flow.name} into {flow.target} is defined "
                     f"twice (first at {where(seen.source_code_location)})"
                 )

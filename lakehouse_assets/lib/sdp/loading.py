@@ -22,7 +22,7 @@ from pyspark.pipelines.cli import PipelineSpec, load_pipeline_spec
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 
 from lakehouse_assets.lib import dp as lakehouse_dp
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
 from lakehouse_assets.lib.sdp.graph import PipelineGraph
 from lakehouse_assets.lib.sdp.session import SPARK
 
@@ -39,11 +39,11 @@ def read_spec(spec_path: Path) -> tuple[PipelineSpec, dict[str, str]]:
     """The spec and its configuration, with ``$VARIABLES`` in values expanded from the
     environment (so a spec can say ``${LAKEHOUSE_ROOT}/landing/orders``)."""
     if not spec_path.is_file():
-        raise LakehouseError(f"no pipeline spec at {spec_path}")
+        raise DeclarationError(f"no pipeline spec at {spec_path}")
     try:
         spec = load_pipeline_spec(spec_path)
     except Exception as error:  # noqa: BLE001 - pyspark's own error, one line with the file's name
-        raise LakehouseError(f"{spec_path}: {error}") from None
+        raise DeclarationError(f"{spec_path}: {error}") from None
     return spec, {k: os.path.expandvars(v) for k, v in spec.configuration.items()}
 
 
@@ -86,7 +86,7 @@ def _import(file: Path) -> None:
     except LakehouseError:
         raise
     except Exception as error:
-        raise LakehouseError(f"{file}: loading it failed: {type(error).__name__}: {error}") from error
+        raise DeclarationError(f"{file}: loading it failed: {type(error).__name__}: {error}") from error
 
 
 def load_graph(spec_path: Path, spec: PipelineSpec, configuration: Mapping[str, str]) -> LoadedPipeline:
@@ -102,9 +102,9 @@ def load_graph(spec_path: Path, spec: PipelineSpec, configuration: Mapping[str, 
             elif file.suffix == ".sql":
                 graph.register_sql(file.read_text(), file)
             else:
-                raise LakehouseError(f"{file}: a pipeline library is a .py or .sql file")
+                raise DeclarationError(f"{file}: a pipeline library is a .py or .sql file")
     if graph.sql_files:
-        raise LakehouseError(
+        raise DeclarationError(
             f"{graph.sql_files[0]}: SQL pipeline files are parsed by the Spark Declarative Pipelines server, "
             "which this project does not run; declare these datasets in Python (@dp.materialized_view, @dp.table)"
         )

@@ -8,7 +8,8 @@ from pathlib import Path
 from google.protobuf.message import Message
 from pyspark.pipelines.flow import Flow
 
-from lakehouse_assets.lib.engine.errors import LakehouseError, short_error
+from lakehouse_assets.lib.engine.errors import short_error
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline, load_graph, read_spec
 from lakehouse_assets.lib.sdp.plans import Reads, incremental_keys, plan_of, reads_of

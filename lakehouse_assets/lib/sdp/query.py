@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse_assets.lib.engine.errors import LakehouseError
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline, load_graph, read_spec
 from lakehouse_assets.lib.sdp.session import running_on
 

@@ -1,0 +1,30 @@
+"""The framework's errors: one root, :class:`LakehouseError`, whose message is one sentence for
+the user (what, where, and the fix). Catch the root to catch everything the framework refuses."""
+
+from __future__ import annotations
+
+
+class LakehouseError(Exception):
+    """A failure with a message meant for the user (table name, cause, fix)."""
+
+
+class DeclarationError(LakehouseError):
+    """A declaration refused before anything runs: a table, flow, input or pipeline file that
+    cannot be built as written. The message names the file and line where it can."""
+
+
+class RootUnusable(LakehouseError):
+    """The data root cannot be used; the message is one sentence for the terminal."""
+
+
+class ExpectationFailed(LakehouseError):
+    """Raised inside a micro-batch when an expectation with action ``fail`` is violated."""
+
+
+class KafkaProblem(LakehouseError):
+    """A Kafka topic cannot be read or written as declared; the message is one sentence with the fix."""
+
+
+class EngineUnavailable(LakehouseError):
+    """The Spark engine went away or could not serve the run for a while (restarted, unreachable,
+    a Python worker that did not connect back in time). Transient: the table is retried."""
