@@ -58,6 +58,9 @@ class Settings:
     """``LAKEHOUSE_SENSOR_GRACE_SECONDS``: how far back the cursor remembers file names."""
     sensor_settle_wait_s: float = 1.0
     """``LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS``: a tick waits this long for a settling folder."""
+    sensor_retry_backoff_s: float = 10.0
+    """``LAKEHOUSE_SENSOR_RETRY_BACKOFF_SECONDS``: after a source's run failed, the sensor asks
+    for another run this long after it ended, doubling the wait for each failure in a row."""
     maintenance_cron: str = "0 3 * * *"
     """``LAKEHOUSE_MAINTENANCE_CRON``: when every table's OPTIMIZE + VACUUM runs (UTC)."""
     vacuum_retention_hours: int = 168
@@ -97,6 +100,11 @@ class Settings:
     """``AWS_SESSION_TOKEN``: with the key pair, temporary credentials (an assumed role, SSO)."""
     s3_port: int = 8333
     """``LAKEHOUSE_S3_PORT``: the port ``make s3`` serves its S3-compatible server on."""
+    transient_tries: int = 4
+    """``LAKEHOUSE_TRANSIENT_TRIES``: how many times a step runs a table whose engine went away
+    or whose Python worker did not connect back (``1``: no retry)."""
+    transient_backoff_s: float = 5.0
+    """``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``: the wait before the first retry, doubled for each next."""
 
 
 ENV_NAMES: dict[str, str] = {
@@ -113,6 +121,7 @@ ENV_NAMES: dict[str, str] = {
     "sensor_max_settle_s": "LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS",
     "sensor_grace_s": "LAKEHOUSE_SENSOR_GRACE_SECONDS",
     "sensor_settle_wait_s": "LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS",
+    "sensor_retry_backoff_s": "LAKEHOUSE_SENSOR_RETRY_BACKOFF_SECONDS",
     "maintenance_cron": "LAKEHOUSE_MAINTENANCE_CRON",
     "vacuum_retention_hours": "LAKEHOUSE_VACUUM_RETENTION_HOURS",
     "refresh_cron": "LAKEHOUSE_REFRESH_CRON",
@@ -131,6 +140,8 @@ ENV_NAMES: dict[str, str] = {
     "s3_secret_key": "AWS_SECRET_ACCESS_KEY",
     "s3_session_token": "AWS_SESSION_TOKEN",
     "s3_port": "LAKEHOUSE_S3_PORT",
+    "transient_tries": "LAKEHOUSE_TRANSIENT_TRIES",
+    "transient_backoff_s": "LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS",
 }
 
 

@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.definitions import TABLES, build_definitions
+from lakehouse_assets.lib.orchestrate.stranded import RETRY_OF_TAG
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, kafka_subscriptions, landing_sources
 from lakehouse_assets.lib.orchestrate.kafka_sensor import kafka_sensor_name
@@ -328,3 +329,26 @@ def test_entries_nothing_reads_are_named_in_the_tick_and_warned_about_once(
 def test_brace_globs() -> None:
     assert expand_braces("*.{json,jsonl,json.gz}") == ["*.json", "*.jsonl", "*.json.gz"]
     assert expand_braces("*.csv") == ["*.csv"]
+
+
+def test_a_run_that_failed_is_followed_by_another_without_a_new_file_with_back_off(harness: Harness) -> None:
+    harness.land("a.jsonl")
+    assert isinstance(harness.tick(), dg.RunRequest)
+    failed = harness.start_run(dg.DagsterRunStatus.FAILURE)
+    # Nothing new landed, but what the failed run did not drain is still to do: after the back-off.
+    waiting = harness.tick()
+    assert isinstance(waiting, dg.SkipReason) and "ended FAILURE" in waiting.skip_message
+    harness.clock.offset += 11
+    retry = harness.tick()
+    assert isinstance(retry, dg.RunRequest) and retry.tags[RETRY_OF_TAG] == failed
+    assert retry.run_key == f"retry-of-{failed}" and retry.tags[SOURCE_TAG] == "events"
+    # The retry failed too: the next one waits twice as long.
+    again = harness.start_run(dg.DagsterRunStatus.CANCELED)  # ended 11 s before the harness's clock
+    assert isinstance(harness.tick(), dg.SkipReason)
+    harness.clock.offset += 10
+    retry = harness.tick()
+    assert isinstance(retry, dg.RunRequest) and retry.tags[RETRY_OF_TAG] == again
+    # A run in flight, or a newest run that succeeded, asks for nothing more.
+    harness.finish_run(harness.start_run(dg.DagsterRunStatus.STARTED))
+    assert isinstance(harness.tick(), dg.SkipReason)
+    assert len(harness.requests) == 3

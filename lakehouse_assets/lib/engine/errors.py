@@ -79,6 +79,26 @@ _ENGINE_GONE = ("UNAVAILABLE", "INVALID_HANDLE.SESSION_CHANGED", "INVALID_HANDLE
                 "INVALID_HANDLE.OPERATION_NOT_FOUND", "Connection refused", "Socket closed")  # fmt: skip
 
 
+_WORKER_LATE = ("failed to connect back", "PYTHON_WORKER_FAILED_TO_CONNECT", "Accept timed out")
+_CONNECTION_RESET = ("Connection reset by peer", "Broken pipe", "RST_STREAM")
+
+
+def transient_cause(error: BaseException, remote: str) -> str | None:
+    """What went wrong, in a few words, when ``error`` is a passing fault of the engine that a
+    retry of the table can cure (exactly-once sinks make the retry safe); None for anything
+    else: bad data, a failed expectation, a bug."""
+    if engine_lost(error, remote):
+        return f"the Spark engine at {remote} was unreachable or restarted"
+    text = _with_causes(error)
+    if "ExpectationFailed" in text:
+        return None
+    if any(marker in text for marker in _WORKER_LATE):
+        return "the engine's Python worker for the micro-batches did not connect back in time (a busy machine)"
+    if any(marker in text for marker in _CONNECTION_RESET):
+        return "the connection to the Spark engine was reset"
+    return None
+
+
 def engine_lost(error: BaseException, remote: str) -> str | None:
     """One sentence when ``error`` says the Spark Connect engine at ``remote`` went away (killed,
     restarted, unreachable); None for any other error."""

@@ -1,6 +1,7 @@
 """Turning declared streaming tables into Dagster assets."""
 
 import inspect
+import traceback
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -11,13 +12,14 @@ from dagster_pyspark import LazyPySparkResource
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import engine_lost
-from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError
 from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
 from lakehouse_assets.lib.errors import RootUnusable
 from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.spark.session import SparkResource
 
 KINDS = {"spark", "delta"}
 
@@ -175,6 +177,7 @@ def build_table_asset(
             events = table_events(
                 spark.spark_session, lakehouse.paths, table, request,
                 log=context.log.debug, warn=context.log.warning, info=context.log.info,
+                renew=spark.renew_session if isinstance(spark, SparkResource) else None,
             )  # fmt: skip
             for event in events:
                 if isinstance(event, Materialized):
@@ -192,6 +195,10 @@ def build_table_asset(
                     yield dg.MaterializeResult(asset_key=event.asset, metadata=metadata, data_version=data_version)
                 else:
                     yield _check_result(table, checks_by_name[event.check], event.outcome)
+        except EngineUnavailable as error:
+            # One sentence for the UI; the engine's own trace stays in the event log.
+            trace = "".join(traceback.format_exception(error.__cause__)) if error.__cause__ else ""
+            raise dg.Failure(description=str(error), metadata={"cause": dg.MetadataValue.text(trace[-20000:])}) from None
         except LakehouseError as error:
             raise dg.Failure(description=str(error)) from None
         except Exception as error:

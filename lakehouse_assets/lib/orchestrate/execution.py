@@ -7,6 +7,7 @@ here knows about Dagster's context, so scripts and tests can run a table the sam
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,8 +18,8 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.check_context import CheckContext
-from lakehouse_assets.lib.engine.errors import engine_lost
-from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
+from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
@@ -80,6 +81,62 @@ def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
         return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
 
 
+def _materializations(
+    session: SparkSession, paths: LakehousePaths, table: StreamingTable, request: TableRequest, log: Callable[[str], None]
+) -> tuple[RunReport, list[Materialized]]:
+    """Run the table's query and describe each selected output (no event is yielded yet, so a
+    transient fault anywhere in here can be retried whole)."""
+    previous = request.previous or {}
+    report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
+    materialized = []
+    if table.name in request.assets and not table.writes_delta:
+        materialized.append(Materialized(table.name, {**run_metadata(report), "messages_sent": report.rows_written}))
+    elif table.name in request.assets:
+        own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))
+        materialized.append(Materialized(table.name, {**run_metadata(report), **own}))
+    if table.quarantine and table.quarantine.table in request.assets:
+        name = table.quarantine.table
+        content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
+        materialized.append(Materialized(name, {**quarantine_run_metadata(report), **content}))
+    return report, materialized
+
+
+def run_with_retries(
+    session: SparkSession,
+    paths: LakehousePaths,
+    table: StreamingTable,
+    request: TableRequest,
+    log: Callable[[str], None],
+    warn: Callable[[str], None],
+    renew: Callable[[], SparkSession] | None = None,
+) -> tuple[SparkSession, RunReport, list[Materialized]]:
+    """:func:`_materializations`, tried again with back-off while the engine has a passing fault
+    (``LAKEHOUSE_TRANSIENT_TRIES``, ``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``); every micro-batch
+    write is idempotent, so a batch the failed try committed is not written twice.
+
+    :param renew: a new session for the next try (a restarted engine forgot the old one).
+    :raises EngineUnavailable: the fault outlasted the last try (one sentence; the cause chained).
+    """
+    settings = current()
+    tries = max(1, settings.transient_tries)
+    for attempt in range(1, tries + 1):
+        try:
+            report, materialized = _materializations(session, paths, table, request, log)
+            return session, report, materialized
+        except Exception as error:  # noqa: BLE001 - only passing engine faults are retried
+            cause = transient_cause(error, settings.spark_remote)
+            if cause is None:
+                raise
+            if attempt == tries:
+                raise EngineUnavailable(f"{table.name}: {cause}; gave up after {tries} tries") from error
+            delay = settings.transient_backoff_s * 2 ** (attempt - 1)
+            warn(f"{table.name}: {cause}; trying the table again in {delay:.0f}s (try {attempt + 1} of {tries})")
+            time.sleep(delay)
+            if renew is not None:
+                session = renew()
+    raise AssertionError("unreachable")
+
+
 def table_events(
     session: SparkSession,
     paths: LakehousePaths,
@@ -88,10 +145,13 @@ def table_events(
     log: Callable[[str], None],
     warn: Callable[[str], None] | None = None,
     info: Callable[[str], None] | None = None,
+    renew: Callable[[], SparkSession] | None = None,
 ) -> Iterator[TableEvent]:
     """Run the table's query, then yield its materializations and check outcomes. ``log`` gets
     the progress lines (a line per micro-batch), ``info`` (default ``log``) the run's one-line
     summary, ``warn`` (default ``log``) what a human should look at although the run succeeded.
+    A passing engine fault is retried (:func:`run_with_retries`; ``renew`` gives the next try
+    its session).
 
     On a :class:`LakehouseError` every selected check is reported failed with the cause, then
     the error is raised again for the caller to fail the step with its message."""
@@ -99,7 +159,7 @@ def table_events(
     previous = request.previous or {}
     versions, schema = _previous_state(previous, table)
     try:
-        report: RunReport = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
+        session, report, materialized = run_with_retries(session, paths, table, request, log, warn or log, renew)
     except LakehouseError as error:
         for check in checks:
             yield Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"}))
@@ -107,17 +167,7 @@ def table_events(
     (info or log)(report.summary())
     for warning in report.warnings:
         (warn or log)(warning)
-    if table.name in request.assets and not table.writes_delta:
-        yield Materialized(table.name, {**run_metadata(report), "messages_sent": report.rows_written})
-    elif table.name in request.assets:
-        own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))
-        metadata = {**run_metadata(report), **own}
-        yield Materialized(table.name, metadata)
-    if table.quarantine and table.quarantine.table in request.assets:
-        name = table.quarantine.table
-        content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
-        metadata = {**quarantine_run_metadata(report), **content}
-        yield Materialized(name, metadata)
+    yield from materialized
     outcomes = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
     context = CheckContext(session, paths, table.name, report, versions, schema, outcomes)
     # A check's Spark jobs are small and wait mostly on scheduling and round trips: side by side

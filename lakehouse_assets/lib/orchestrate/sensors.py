@@ -13,7 +13,8 @@ A tick:
 3. otherwise requests one run with a ``run_key`` naming the new files and moves the cursor.
 
 Files that land while a run is going are not in the cursor yet, so the first tick after the
-run ends requests the next run. The cursor only moves together with a run request (or when
+run ends requests the next run. When the source's last run failed or was cancelled and nothing
+new landed, the sensor requests a run anyway, with back-off (:mod:`.stranded`). The cursor only moves together with a run request (or when
 nothing is new), so no file is ever skipped, and the run key keeps a retried tick from
 launching a file twice.
 """
@@ -30,6 +31,7 @@ from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested
 from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, scan
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
+from lakehouse_assets.lib.orchestrate.stranded import RetryPolicy, retry_request
 from lakehouse_assets.lib.settings import current
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
@@ -58,6 +60,7 @@ class SensorSettings:
     max_settle_s: float = 60.0
     grace_s: float = 600.0
     settle_wait_s: float = 1.0
+    retry: RetryPolicy = RetryPolicy()
 
     @classmethod
     def from_env(cls) -> "SensorSettings":
@@ -68,6 +71,7 @@ class SensorSettings:
             max_settle_s=settings.sensor_max_settle_s,
             grace_s=settings.sensor_grace_s,
             settle_wait_s=settings.sensor_settle_wait_s,
+            retry=RetryPolicy(first_s=settings.sensor_retry_backoff_s),
         )
 
     def settling_for(self, new: Sequence, now: float) -> float:
@@ -130,6 +134,12 @@ def build_landing_sensor(
         if not result.has_work:
             if result.next_cursor != cursor:
                 context.update_cursor(result.next_cursor.dump())
+            if in_flight_run(context.instance, {SOURCE_TAG: source}) is None:
+                retry = retry_request(context.instance, {SOURCE_TAG: source}, clock(), settings.retry)
+                if isinstance(retry, dg.RunRequest):
+                    context.log.info(f"{source}: the last run ended badly; requesting {job.name} again to drain what it left")
+                if retry is not None:
+                    return retry
             seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
             details = ", ".join(x for x in [seen, ignored, not_read] if x)
             return dg.SkipReason(f"No new files in {folder} ({details}).")

@@ -122,6 +122,19 @@ def _engine_client(remote: str) -> SparkSession:
     return spark
 
 
+def renew_spark(session: SparkSession) -> SparkSession:
+    """A session to try again with after a passing engine fault: as a client of an engine, a new
+    Connect session (a restarted engine does not know the old one); embedded, the same one."""
+    remote = current().spark_remote
+    if not remote:
+        return session
+    try:
+        session.stop()
+    except Exception:  # noqa: BLE001 - the engine that held it may be gone
+        pass
+    return _engine_client(remote)
+
+
 class SparkResource(LazyPySparkResource):
     """dagster-pyspark's lazy resource: the JVM starts only when a step first needs Spark, with
     :func:`spark_conf` (checked then, not at import) plus ``spark_config`` overrides."""
@@ -129,6 +142,11 @@ class SparkResource(LazyPySparkResource):
     def _init_session(self) -> None:
         if self._spark_session is None:
             self._spark_session = get_spark(extra=self.spark_config)
+
+    def renew_session(self) -> SparkSession:
+        """After a passing engine fault: the session the next try runs on (:func:`renew_spark`)."""
+        self._spark_session = renew_spark(self.spark_session)
+        return self._spark_session
 
 
 def spark_resource(**overrides: Any) -> SparkResource:
