@@ -75,8 +75,11 @@ def short_error(error: BaseException) -> str:
     return message[:1500]
 
 
+# A restarted engine has a new server-side session id: the client closes its session and every
+# later call says so (NO_ACTIVE_SESSION, "create a new Spark Session to reconnect").
 _ENGINE_GONE = ("UNAVAILABLE", "INVALID_HANDLE.SESSION_CHANGED", "INVALID_HANDLE.SESSION_NOT_FOUND",
-                "INVALID_HANDLE.OPERATION_NOT_FOUND", "Connection refused", "Socket closed")  # fmt: skip
+                "INVALID_HANDLE.OPERATION_NOT_FOUND", "Connection refused", "Socket closed",
+                "NO_ACTIVE_SESSION", "create a new Spark Session to reconnect")  # fmt: skip
 
 
 _WORKER_LATE = ("failed to connect back", "PYTHON_WORKER_FAILED_TO_CONNECT", "Accept timed out")

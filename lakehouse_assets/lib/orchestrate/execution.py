@@ -101,36 +101,37 @@ def _materializations(
     return report, materialized
 
 
-def run_with_retries(
+def retrying(
+    what: str,
+    attempt: Callable[[SparkSession], Any],
     session: SparkSession,
-    paths: LakehousePaths,
-    table: StreamingTable,
-    request: TableRequest,
-    log: Callable[[str], None],
     warn: Callable[[str], None],
     renew: Callable[[], SparkSession] | None = None,
-) -> tuple[SparkSession, RunReport, list[Materialized]]:
-    """:func:`_materializations`, tried again with back-off while the engine has a passing fault
-    (``LAKEHOUSE_TRANSIENT_TRIES``, ``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``); every micro-batch
-    write is idempotent, so a batch the failed try committed is not written twice.
+    again: str = "the table",
+) -> tuple[SparkSession, Any]:
+    """``attempt(session)``, tried again with back-off while the engine has a passing fault
+    (``LAKEHOUSE_TRANSIENT_TRIES``, ``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``); the session it
+    succeeded on, and its result. Safe for a table's run (every micro-batch write is idempotent,
+    so a batch the failed try committed is not written twice) and for checks (they only read).
 
+    :param what: the table, for the messages.
+    :param again: what is tried again, for the messages.
     :param renew: a new session for the next try (a restarted engine forgot the old one).
     :raises EngineUnavailable: the fault outlasted the last try (one sentence; the cause chained).
     """
     settings = current()
     tries = max(1, settings.transient_tries)
-    for attempt in range(1, tries + 1):
+    for number in range(1, tries + 1):
         try:
-            report, materialized = _materializations(session, paths, table, request, log)
-            return session, report, materialized
+            return session, attempt(session)
         except Exception as error:  # noqa: BLE001 - only passing engine faults are retried
             cause = transient_cause(error, settings.spark_remote)
             if cause is None:
                 raise
-            if attempt == tries:
-                raise EngineUnavailable(f"{table.name}: {cause}; gave up after {tries} tries") from error
-            delay = settings.transient_backoff_s * 2 ** (attempt - 1)
-            warn(f"{table.name}: {cause}; trying the table again in {delay:.0f}s (try {attempt + 1} of {tries})")
+            if number == tries:
+                raise EngineUnavailable(f"{what}: {cause}; gave up after {tries} tries") from error
+            delay = settings.transient_backoff_s * 2 ** (number - 1)
+            warn(f"{what}: {cause}; trying {again} again in {delay:.0f}s (try {number + 1} of {tries})")
             time.sleep(delay)
             if renew is not None:
                 session = renew()
@@ -150,28 +151,37 @@ def table_events(
     """Run the table's query, then yield its materializations and check outcomes. ``log`` gets
     the progress lines (a line per micro-batch), ``info`` (default ``log``) the run's one-line
     summary, ``warn`` (default ``log``) what a human should look at although the run succeeded.
-    A passing engine fault is retried (:func:`run_with_retries`; ``renew`` gives the next try
-    its session).
+    A passing engine fault is retried (:func:`retrying`; ``renew`` gives the next try its session).
 
     On a :class:`LakehouseError` every selected check is reported failed with the cause, then
     the error is raised again for the caller to fail the step with its message."""
     checks = [c for c in table.all_checks if c.name in request.checks]
     previous = request.previous or {}
     versions, schema = _previous_state(previous, table)
+    warn = warn or log
     try:
-        session, report, materialized = run_with_retries(session, paths, table, request, log, warn or log, renew)
+        session, (report, materialized) = retrying(
+            table.name, lambda s: _materializations(s, paths, table, request, log), session, warn, renew
+        )
     except LakehouseError as error:
         for check in checks:
             yield Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"}))
         raise
     (info or log)(report.summary())
     for warning in report.warnings:
-        (warn or log)(warning)
+        warn(warning)
     yield from materialized
-    outcomes = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
-    context = CheckContext(session, paths, table.name, report, versions, schema, outcomes)
-    # A check's Spark jobs are small and wait mostly on scheduling and round trips: side by side
-    # the step waits for the slowest check, not for their sum.
-    with ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix=f"check-{table.name}") as pool:
-        for check, outcome in zip(checks, pool.map(lambda c: evaluate_check(c, context), checks)):
-            yield Checked(check.name, outcome)
+    if not checks:
+        return
+    carried = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
+
+    def evaluate_all(on: SparkSession) -> list[CheckOutcome]:
+        context = CheckContext(on, paths, table.name, report, versions, schema, carried)
+        # A check's Spark jobs are small and wait mostly on scheduling and round trips: side by
+        # side the step waits for the slowest check, not for their sum.
+        with ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix=f"check-{table.name}") as pool:
+            return list(pool.map(lambda c: evaluate_check(c, context), checks))
+
+    _, outcomes = retrying(table.name, evaluate_all, session, warn, renew, again="its checks")
+    for check, outcome in zip(checks, outcomes):
+        yield Checked(check.name, outcome)
