@@ -32,9 +32,9 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.pipelines.source_code_location import get_caller_source_code_location
 
 from lakehouse_assets.lib.declare.expectations import Expectation
+from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.graph import CdcFlow, column_name, column_names, sql_text
 from lakehouse_assets.lib.sdp.session import SPARK
-from lakehouse_assets.lib.errors import DeclarationError
 
 view = temporary_view
 """Lakeflow's name for :func:`temporary_view`."""
@@ -48,6 +48,7 @@ def read(name: str) -> Any:
 def read_stream(name: str) -> Any:
     """Lakeflow's ``dp.read_stream``: the dataset ``name`` as a stream (``spark.readStream.table``)."""
     return SPARK.readStream.table(name)
+
 
 EXPECTATIONS_ATTRIBUTE = "_lakehouse_expectations"
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -142,11 +143,17 @@ def create_auto_cdc_flow(
     :param once: not supported (raises when True).
     """
     location = get_caller_source_code_location(stacklevel=1)
-    for flag, given in (("ignore_null_updates", ignore_null_updates), ("apply_as_truncates", apply_as_truncates), ("once", once)):
+    for flag, given in (
+        ("ignore_null_updates", ignore_null_updates),
+        ("apply_as_truncates", apply_as_truncates),
+        ("once", once),
+    ):
         if given:
             raise DeclarationError(f"create_auto_cdc_flow({target!r}): {flag} is not supported here")
     if str(stored_as_scd_type) not in ("1", "2"):
-        raise DeclarationError(f"create_auto_cdc_flow({target!r}): stored_as_scd_type is 1 or 2, not {stored_as_scd_type!r}")
+        raise DeclarationError(
+            f"create_auto_cdc_flow({target!r}): stored_as_scd_type is 1 or 2, not {stored_as_scd_type!r}"
+        )
 
     get_active_graph_element_registry().register_auto_cdc_flow(
         CdcFlow(  # type: ignore[arg-type]
@@ -160,7 +167,9 @@ def create_auto_cdc_flow(
             except_column_list=column_names(except_column_list, "except_column_list", location),
             stored_as_scd_type=int(stored_as_scd_type),
             track_history_column_list=column_names(track_history_column_list, "track_history_column_list", location),
-            track_history_except_column_list=column_names(track_history_except_column_list, "track_history_except_column_list", location),
+            track_history_except_column_list=column_names(
+                track_history_except_column_list, "track_history_except_column_list", location
+            ),
             source_code_location=location,
         )
     )

@@ -168,7 +168,9 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
         try:
             values[f.name] = _parse(raw, getattr(defaults, f.name))
         except ValueError:
-            raise ValueError(f"{ENV_NAMES[f.name]}={raw!r} is not a valid {type(getattr(defaults, f.name)).__name__}") from None
+            raise ValueError(
+                f"{ENV_NAMES[f.name]}={raw!r} is not a valid {type(getattr(defaults, f.name)).__name__}"
+            ) from None
     if "root" in values:
         values["root"] = _normalize_root(str(values["root"]))
     return Settings(**values)  # type: ignore[arg-type]
@@ -211,11 +213,15 @@ class LakehousePaths:
             return
         path = self.local_path(self.root)
         if path.exists() and not path.is_dir():
-            raise RootUnusable(f"LAKEHOUSE_ROOT={path} is a file, not a folder: point LAKEHOUSE_ROOT at a folder (it is created when missing).")
+            raise RootUnusable(
+                f"LAKEHOUSE_ROOT={path} is a file, not a folder: point LAKEHOUSE_ROOT at a folder (it is created when missing)."
+            )
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise RootUnusable(f"LAKEHOUSE_ROOT={path} cannot be created: {error.strerror.lower()} at {error.filename}.") from None
+            raise RootUnusable(
+                f"LAKEHOUSE_ROOT={path} cannot be created: {(error.strerror or 'error').lower()} at {error.filename}."
+            ) from None
         if not os.access(path, os.W_OK | os.X_OK):
             raise RootUnusable(f"LAKEHOUSE_ROOT={path} is not writable by this user.")
 

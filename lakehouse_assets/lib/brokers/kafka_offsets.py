@@ -53,11 +53,16 @@ def _consumer(servers: str, timeout_s: float, options: dict[str, str]) -> KafkaC
     timeout_ms = int(timeout_s * 1000)
     try:
         return KafkaConsumer(
-            bootstrap_servers=servers.split(","), request_timeout_ms=timeout_ms,
-            bootstrap_timeout_ms=timeout_ms, enable_auto_commit=False, **options,
-        )  # fmt: skip
+            bootstrap_servers=servers.split(","),
+            request_timeout_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms,
+            enable_auto_commit=False,
+            **options,
+        )
     except KafkaTimeoutError:
-        raise KafkaProblem(f"no Kafka broker answers at {servers} (within {timeout_s:g}s): start it or fix LAKEHOUSE_KAFKA_BOOTSTRAP") from None
+        raise KafkaProblem(
+            f"no Kafka broker answers at {servers} (within {timeout_s:g}s): start it or fix LAKEHOUSE_KAFKA_BOOTSTRAP"
+        ) from None
 
 
 def check_reachable(servers: str, options: dict[str, str] | None, timeout_s: float = 10.0) -> None:
@@ -79,8 +84,10 @@ def topic_offsets(source: KafkaInput, servers: str, timeout_s: float = 10.0) -> 
     consumer = _consumer(servers, timeout_s, options)
     try:
         existing = consumer.topics()
-        wanted = [t for t in source.topics if t in existing] if source.topics else sorted(
-            t for t in existing if re.fullmatch(source.pattern or "", t)
+        wanted = (
+            [t for t in source.topics if t in existing]
+            if source.topics
+            else sorted(t for t in existing if re.fullmatch(source.pattern or "", t))
         )
         missing = [t for t in source.topics if t not in existing]
         if missing:

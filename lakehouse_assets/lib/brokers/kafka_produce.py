@@ -23,8 +23,12 @@ def produce_lines(servers: str, topic: str, lines: list[str | None], partitions:
         raise KafkaProblem(f"no Kafka broker answers at {servers}: {error}") from None
     try:
         futures = [
-            producer.send(topic, None if line is None else line.encode("utf-8"), key=b"tombstone" if line is None else None,
-                          partition=None if partitions is None else i % partitions)  # fmt: skip
+            producer.send(
+                topic,
+                None if line is None else line.encode("utf-8"),
+                key=b"tombstone" if line is None else None,
+                partition=None if partitions is None else i % partitions,
+            )
             for i, line in enumerate(lines)
         ]
         producer.flush()

@@ -47,9 +47,7 @@ def _null_safe_equal(columns: list[str], left: Callable[[str], Column], right: C
     return result
 
 
-def _one_change_per_sequence(
-    changes: DataFrame, keys: list[str], sequence_by: str, columns: list[str]
-) -> DataFrame:
+def _one_change_per_sequence(changes: DataFrame, keys: list[str], sequence_by: str, columns: list[str]) -> DataFrame:
     """Collapse changes of one key sharing a sequence value (re-deliveries and ties) to one."""
     order = [F.col(_DELETE).desc()] + [F.col(c).desc_nulls_last() for c in columns]
     window = Window.partitionBy(*keys, sequence_by).orderBy(*order)
@@ -83,9 +81,7 @@ def scd2_history(
     flagged = _one_change_per_sequence(flagged, keys, sequence_by, track)
     by_key = Window.partitionBy(*keys).orderBy(sequence_by)
     previous_same = _null_safe_equal(track, F.col, lambda c: F.lag(c).over(by_key))
-    opens = ~F.col(_DELETE) & (
-        F.lag(_DELETE).over(by_key).isNull() | F.lag(_DELETE).over(by_key) | ~previous_same
-    )
+    opens = ~F.col(_DELETE) & (F.lag(_DELETE).over(by_key).isNull() | F.lag(_DELETE).over(by_key) | ~previous_same)
     # Every opening upsert or delete starts a group; the other upserts repeat their group's version.
     marked = flagged.withColumn(_OPENS, opens).withColumn(
         _GROUP,

@@ -85,15 +85,16 @@ def not_null(*columns: str, severity: Severity = "ERROR") -> TableCheck:
             return CheckOutcome(True, {"null_counts": "none", "columns": ", ".join(columns)})
         rows = ctx.changes()
         rows = ctx.read() if rows is None else rows
-        counts = rows.agg(*[F.count_if(F.col(c).isNull()).alias(c) for c in columns]).first().asDict()
+        counts = rows.agg(*[F.count_if(F.col(c).isNull()).alias(c) for c in columns]).collect()[0].asDict()
         nulls = {c: int(n or 0) for c, n in counts.items() if n}
         return CheckOutcome(not nulls, {"null_counts": nulls or "none", "columns": ", ".join(columns)})
 
     return TableCheck("required_columns_not_null", f"No nulls in {', '.join(columns)}.", evaluate, severity)
 
 
-def scd2_valid(*keys: str, valid_from: str = "valid_from", valid_to: str = "valid_to",
-               is_current: str = "is_current") -> TableCheck:  # fmt: skip
+def scd2_valid(
+    *keys: str, valid_from: str = "valid_from", valid_to: str = "valid_to", is_current: str = "is_current"
+) -> TableCheck:
     """SCD2 history is consistent for the keys that changed: at most one current version,
     current means open-ended, and no two versions of a key overlap in time."""
     cols = list(keys)
@@ -107,14 +108,18 @@ def scd2_valid(*keys: str, valid_from: str = "valid_from", valid_to: str = "vali
         current = scoped.where(F.col(is_current)).groupBy(*cols).count().where("count > 1")
         inconsistent = scoped.where(F.col(is_current) != F.col(valid_to).isNull())
         ordered = Window.partitionBy(*cols).orderBy(valid_from)
-        overlapping = (
-            scoped.withColumn("__next_from", F.lead(valid_from).over(ordered))
-            .where(F.col("__next_from").isNotNull() & (F.col(valid_to).isNull() | (F.col(valid_to) > F.col("__next_from"))))
-        )  # fmt: skip
-        counts = {"keys_with_several_current": current.count(), "current_flag_mismatches": inconsistent.count(),
-                  "overlapping_versions": overlapping.count()}  # fmt: skip
+        overlapping = scoped.withColumn("__next_from", F.lead(valid_from).over(ordered)).where(
+            F.col("__next_from").isNotNull() & (F.col(valid_to).isNull() | (F.col(valid_to) > F.col("__next_from")))
+        )
+        counts = {
+            "keys_with_several_current": current.count(),
+            "current_flag_mismatches": inconsistent.count(),
+            "overlapping_versions": overlapping.count(),
+        }
         failing = current.unionByName(overlapping.select(*cols).withColumn("count", F.lit(0)))
-        examples = _sample(failing, cols) if counts["keys_with_several_current"] or counts["overlapping_versions"] else ""
+        examples = (
+            _sample(failing, cols) if counts["keys_with_several_current"] or counts["overlapping_versions"] else ""
+        )
         return CheckOutcome(not any(counts.values()), {**counts, "examples": examples or "none"})
 
     return TableCheck("scd2_history_valid", "One current version per key and no overlapping validity.", evaluate)
@@ -131,9 +136,13 @@ def quarantine_rate(max_share: float = 0.1) -> TableCheck:
         share = (report.rows_quarantined + report.dropped_by_expectations) / report.expectation_rows
         return CheckOutcome(
             share <= max_share,
-            {"quarantine_share": round(share, 4), "threshold": max_share,
-             "rows_quarantined": report.rows_quarantined, "rows_checked": report.expectation_rows},
-        )  # fmt: skip
+            {
+                "quarantine_share": round(share, 4),
+                "threshold": max_share,
+                "rows_quarantined": report.rows_quarantined,
+                "rows_checked": report.expectation_rows,
+            },
+        )
 
     return TableCheck("quarantine_rate", f"At most {max_share:.0%} of a run's rows quarantined.", evaluate, "WARN")
 
@@ -164,12 +173,17 @@ def schema_unchanged(severity: Severity = "ERROR") -> TableCheck:
         if before is None:
             return CheckOutcome(True, {"columns": len(current), "compared_with": "nothing (first run)"})
         removed = sorted(set(before) - set(current))
-        retyped = sorted(f"{c}: {before[c]} -> {current[c]}" for c in set(before) & set(current) if before[c] != current[c])
+        retyped = sorted(
+            f"{c}: {before[c]} -> {current[c]}" for c in set(before) & set(current) if before[c] != current[c]
+        )
         return CheckOutcome(
             not removed and not retyped,
-            {"removed": ", ".join(removed) or "none", "retyped": ", ".join(retyped) or "none",
-             "added": ", ".join(sorted(set(current) - set(before))) or "none"},
-        )  # fmt: skip
+            {
+                "removed": ", ".join(removed) or "none",
+                "retyped": ", ".join(retyped) or "none",
+                "added": ", ".join(sorted(set(current) - set(before))) or "none",
+            },
+        )
 
     return TableCheck("schema_unchanged", "No column removed or retyped since the last run.", evaluate, severity)
 
@@ -186,14 +200,20 @@ def reconciles_with(
         # What was compared: the check's definition and both tables' identities and versions.
         compared = {
             "compared": hashlib.sha256(repr((other, this_sql, other_sql, tolerance, ids)).encode()).hexdigest()[:16],
-            "delta_version": ctx.version(), f"{other}_delta_version": ctx.version(other),
-        }  # fmt: skip
+            "delta_version": ctx.version(),
+            f"{other}_delta_version": ctx.version(other),
+        }
         last = ctx.previous_outcomes.get(name)
-        if None not in ids and last and last.passed and all(_plain(last.metadata.get(k)) == v for k, v in compared.items()):
+        if (
+            None not in ids
+            and last
+            and last.passed
+            and all(_plain(last.metadata.get(k)) == v for k, v in compared.items())
+        ):
             # The same tables at the same versions hold the same rows: the full scans would pass again.
             return CheckOutcome(True, {**last.metadata, "evaluated": "carried over (neither table changed)"})
-        mine = ctx.read().agg(*[F.expr(e).alias(k) for k, e in this_sql.items()]).first().asDict()
-        theirs = ctx.read(other).agg(*[F.expr(e).alias(k) for k, e in other_sql.items()]).first().asDict()
+        mine = ctx.read().agg(*[F.expr(e).alias(k) for k, e in this_sql.items()]).collect()[0].asDict()
+        theirs = ctx.read(other).agg(*[F.expr(e).alias(k) for k, e in other_sql.items()]).collect()[0].asDict()
         metadata: dict[str, Any] = {"scope": "full table"}
         passed = True
         for key in this_sql:
@@ -221,24 +241,31 @@ def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | 
             return CheckOutcome(True, {"files_checked": 0})
         files = sorted(touched)
         lines = (
-            ctx.spark.read.text(files).where(~F.col("value").rlike(BLANK))
-            .groupBy(F.col("_metadata.file_path").alias("file")).count()
-        )  # fmt: skip
+            ctx.spark.read.text(files)
+            .where(~F.col("value").rlike(BLANK))
+            .groupBy(F.col("_metadata.file_path").alias("file"))
+            .count()
+        )
         stored = None
         for name in tables:
-            part = ctx.read(name).where(F.col(source_file).isin(files)).groupBy(F.col(source_file).alias("file")).count()
+            part = (
+                ctx.read(name).where(F.col(source_file).isin(files)).groupBy(F.col(source_file).alias("file")).count()
+            )
             stored = part if stored is None else stored.unionByName(part)
         assert stored is not None
         stored = stored.groupBy("file").agg(F.sum("count").alias("stored"))
-        mismatched = lines.join(stored, "file", "full_outer").where(
-            "coalesce(count, 0) <> coalesce(stored, 0)"
-        )
+        mismatched = lines.join(stored, "file", "full_outer").where("coalesce(count, 0) <> coalesce(stored, 0)")
         n = mismatched.count()
         return CheckOutcome(
             n == 0,
-            {"files_checked": len(files), "files_mismatched": n,
-             "examples": _sample(mismatched.fillna(0, ["count", "stored"]), ["file", "count", "stored"]) if n else "none"},
-        )  # fmt: skip
+            {
+                "files_checked": len(files),
+                "files_mismatched": n,
+                "examples": _sample(mismatched.fillna(0, ["count", "stored"]), ["file", "count", "stored"])
+                if n
+                else "none",
+            },
+        )
 
     return TableCheck(
         "landed_lines_conserved",

@@ -16,8 +16,6 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib.errors import ExpectationFailed
-
 Action = Literal["warn", "drop", "quarantine", "fail"]
 FAILED_EXPECTATIONS = "failed_expectations"
 
@@ -60,10 +58,14 @@ _FLAG = "__lh_pass_"
 def with_expectation_flags(df: DataFrame, expectations: list[Expectation]) -> DataFrame:
     """Add one boolean pass column per expectation and the array of failed names."""
     flagged = df.select("*", *[e.passes().alias(_FLAG + e.name) for e in expectations])
-    failed = F.filter(
-        F.array(*[F.when(~F.col(_FLAG + e.name), F.lit(e.name)) for e in expectations]),
-        lambda name: name.isNotNull(),
-    ) if expectations else F.array().cast("array<string>")
+    failed = (
+        F.filter(
+            F.array(*[F.when(~F.col(_FLAG + e.name), F.lit(e.name)) for e in expectations]),
+            lambda name: name.isNotNull(),
+        )
+        if expectations
+        else F.array().cast("array<string>")
+    )
     return flagged.withColumn(FAILED_EXPECTATIONS, failed)
 
 
@@ -94,6 +96,7 @@ def expectation_counts(flagged: DataFrame, expectations: list[Expectation]) -> d
         F.count_if(_dropped(expectations)).alias("__dropped"),
     ] + [F.sum(F.when(~F.col(_FLAG + e.name), 1).otherwise(0)).alias(e.name) for e in expectations]
     row = flagged.agg(*aggs).first()
+    assert row is not None  # an aggregate has one row
     return {k: int(row[k] or 0) for k in row.asDict()}
 
 

@@ -33,9 +33,7 @@ class Flow:
     transform: Callable[..., DataFrame] | None = None
 
 
-def append_flow(
-    name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None
-) -> Flow:
+def append_flow(name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None) -> Flow:
     """Declare one more flow into a table, checkpointed at ``checkpoints/<table>/flows/<name>``.
 
     :param name: the flow's name (letters, digits, ``_`` and ``-``), unique within its table.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+
 from lakehouse_assets.lib.errors import DeclarationError
 
 ReadMode = Literal["stream", "static", "change_feed"]
@@ -112,7 +113,7 @@ def change_feed(table: str, *, options: dict[str, str] | None = None) -> TableIn
 def landing(
     source: str,
     *,
-    format: Literal["text", "csv"] = "text",  # noqa: A002 - Spark's own word for it
+    format: Literal["text", "csv"] = "text",
     glob: str = "*",
     options: dict[str, str] | None = None,
     schema: str | None = None,

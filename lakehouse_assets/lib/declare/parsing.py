@@ -49,7 +49,7 @@ def parse_json_lines(lines: DataFrame, fields: dict[str, str], column: str = "va
     parsed = F.from_json(F.col(column), schema)
     staged = lines.select("*", as_map.alias("__lh_map"), parsed.alias("__lh_parsed"))
     return staged.select(
-        *[c for c in lines.columns],
+        *lines.columns,
         *[F.col("__lh_parsed")[name].alias(name) for name in fields],
         _rescued(fields, F.col("__lh_map"), F.col("__lh_parsed")).alias(RESCUED),
         F.col("__lh_map").isNotNull().alias(IS_JSON_OBJECT),

@@ -33,6 +33,8 @@ def collect_tables(package: ModuleType | str) -> list[StreamingTable]:
                 continue
             seen = tables.get(value.name)
             if seen is not None and seen is not value:
-                raise DeclarationError(f"two tables are named {value.name!r} in {root.__name__} (one in {module.__name__})")
+                raise DeclarationError(
+                    f"two tables are named {value.name!r} in {root.__name__} (one in {module.__name__})"
+                )
             tables.setdefault(value.name, value)
     return list(tables.values())

@@ -179,7 +179,9 @@ def _check_overwrite(name: str, sink: Sink, inputs: dict[str, Input], quarantine
 
 def _check_flows(name: str, fn: Callable[..., DataFrame], sink: Sink, flows: list[Flow]) -> None:
     if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
-        raise DeclarationError(f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows")
+        raise DeclarationError(
+            f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows"
+        )
     seen: set[str] = set()
     for flow in flows:
         if flow.name in seen:
@@ -188,7 +190,9 @@ def _check_flows(name: str, fn: Callable[..., DataFrame], sink: Sink, flows: lis
         params = set(inspect.signature(flow.transform or fn).parameters)
         unknown = set(flow.inputs) - params
         if unknown:
-            raise DeclarationError(f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function")
+            raise DeclarationError(
+                f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function"
+            )
 
 
 def streaming_table(

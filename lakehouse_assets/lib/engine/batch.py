@@ -18,11 +18,11 @@ from lakehouse_assets.lib.declare.expectations import (
 )
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import faults
-from lakehouse_assets.lib.errors import ExpectationFailed
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import BatchHandler
 from lakehouse_assets.lib.engine.report import ExpectationSplit, RunReport, sample_written
 from lakehouse_assets.lib.engine.writes import BatchWrite, append_batch, write_batch
+from lakehouse_assets.lib.errors import ExpectationFailed
 from lakehouse_assets.lib.settings import LakehousePaths
 
 
@@ -72,14 +72,21 @@ def evaluate_expectations(table: StreamingTable, flagged: DataFrame, report: Run
 
 
 def write_quarantine(
-    paths: LakehousePaths, table: StreamingTable, split: ExpectationSplit, source: DataFrame,
-    app_id: str, batch_id: int, report: RunReport,
-) -> int:  # fmt: skip
+    paths: LakehousePaths,
+    table: StreamingTable,
+    split: ExpectationSplit,
+    source: DataFrame,
+    app_id: str,
+    batch_id: int,
+    report: RunReport,
+) -> int:
     """Append the quarantined rows, idempotently; returns how many there were."""
     q = table.quarantine
     if q is None:
         return 0
-    q_rows = split.quarantined.select(*quarantine_columns(table, source), *([FAILED_EXPECTATIONS] if q.with_failures else []))
+    q_rows = split.quarantined.select(
+        *quarantine_columns(table, source), *([FAILED_EXPECTATIONS] if q.with_failures else [])
+    )
     if split.quarantined_rows:
         write = BatchWrite(source.sparkSession, paths.table(q.table), f"{app_id}:quarantine", batch_id)
         append_batch(q_rows, write)
@@ -95,9 +102,13 @@ def publisher(table: StreamingTable, rows: DataFrame) -> Callable[[DataFrame], D
 
 
 def prepare_batches(
-    spark: SparkSession, paths: LakehousePaths, table: StreamingTable, inputs: dict[str, DataFrame],
-    ledger: BatchLedger, app_id: str,
-) -> PreparedQuery:  # fmt: skip
+    spark: SparkSession,
+    paths: LakehousePaths,
+    table: StreamingTable,
+    inputs: dict[str, DataFrame],
+    ledger: BatchLedger,
+    app_id: str,
+) -> PreparedQuery:
     """The per-batch strategy (append and merge sinks): the function runs on the stream, each
     micro-batch's rows are split by the expectations and written as they come; each batch's
     figures go to ``ledger``."""

@@ -68,5 +68,3 @@ class CheckContext:
             .where(F.col("_change_type").isin(*kinds))
             .drop("_change_type", "_commit_version", "_commit_timestamp")
         )
-
-

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
@@ -58,7 +59,9 @@ def create_table(
     if partition_by:
         statement += f" PARTITIONED BY ({', '.join(quote(c) for c in partition_by)})"
     if properties:
-        statement += " TBLPROPERTIES (" + ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in properties.items()) + ")"
+        statement += (
+            " TBLPROPERTIES (" + ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in properties.items()) + ")"
+        )
     spark.sql(statement)
 
 
@@ -66,7 +69,7 @@ def delete_all_rows(spark: SparkSession, path: str) -> None:
     spark.sql(f"DELETE FROM {table_ref(path)}")
 
 
-def detail(spark: SparkSession, path: str) -> dict[str, object]:
+def detail(spark: SparkSession, path: str) -> dict[str, Any]:
     row = spark.sql(f"DESCRIBE DETAIL {table_ref(path)}").first()
     return row.asDict() if row else {}
 

@@ -11,7 +11,9 @@ __all__ = ["LakehouseError", "engine_lost", "short_error"]
 
 def _with_causes(error: BaseException) -> str:
     """The error's text and its causes' (PySpark keeps the JVM's cause chain in ``_cause``)."""
-    texts, seen, current = [], set(), error
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
     while current is not None and id(current) not in seen and len(texts) < 10:
         seen.add(id(current))
         texts.append(str(getattr(current, "_desc", None) or current))
@@ -43,9 +45,17 @@ def _detail(text: str) -> str | None:
 def short_error(error: BaseException) -> str:
     """The useful part of a streaming failure: our own message, else Spark's first lines."""
     text = _with_causes(error)
-    if any(m in text for m in ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
-                               "STREAMING_STATEFUL_OPERATOR_NOT_MATCH", "StateSchemaNotCompatible",
-                               "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION", "state schema")):  # fmt: skip
+    if any(
+        m in text
+        for m in (
+            "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+            "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+            "STREAMING_STATEFUL_OPERATOR_NOT_MATCH",
+            "StateSchemaNotCompatible",
+            "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION",
+            "state schema",
+        )
+    ):
         return (
             "its stateful query no longer matches the state in its checkpoint (keys, aggregates or "
             "operators changed); run a full refresh of this table (run config "
@@ -77,9 +87,16 @@ def short_error(error: BaseException) -> str:
 
 # A restarted engine has a new server-side session id: the client closes its session and every
 # later call says so (NO_ACTIVE_SESSION, "create a new Spark Session to reconnect").
-_ENGINE_GONE = ("UNAVAILABLE", "INVALID_HANDLE.SESSION_CHANGED", "INVALID_HANDLE.SESSION_NOT_FOUND",
-                "INVALID_HANDLE.OPERATION_NOT_FOUND", "Connection refused", "Socket closed",
-                "NO_ACTIVE_SESSION", "create a new Spark Session to reconnect")  # fmt: skip
+_ENGINE_GONE = (
+    "UNAVAILABLE",
+    "INVALID_HANDLE.SESSION_CHANGED",
+    "INVALID_HANDLE.SESSION_NOT_FOUND",
+    "INVALID_HANDLE.OPERATION_NOT_FOUND",
+    "Connection refused",
+    "Socket closed",
+    "NO_ACTIVE_SESSION",
+    "create a new Spark Session to reconnect",
+)
 
 
 _WORKER_LATE = ("failed to connect back", "PYTHON_WORKER_FAILED_TO_CONNECT", "Accept timed out")

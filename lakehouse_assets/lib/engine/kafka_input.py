@@ -10,12 +10,6 @@ from dataclasses import replace
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib.declare.inputs import KafkaInput
-from lakehouse_assets.lib.declare.sinks import KafkaSink
-from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.brokers.kafka_offsets import (
     KafkaProblem,
     TopicMissing,
@@ -26,6 +20,12 @@ from lakehouse_assets.lib.brokers.kafka_offsets import (
     removed_before_read,
     topic_offsets,
 )
+from lakehouse_assets.lib.declare.inputs import KafkaInput
+from lakehouse_assets.lib.declare.sinks import KafkaSink
+from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
@@ -63,7 +63,11 @@ def read_kafka(spark: SparkSession, source: KafkaInput, table: StreamingTable) -
         .option("startingOffsets", source.starting_offsets)
         .option("failOnDataLoss", "true")
     )
-    reader = reader.option("subscribe", ",".join(source.topics)) if source.topics else reader.option("subscribePattern", source.pattern)
+    reader = (
+        reader.option("subscribe", ",".join(source.topics))
+        if source.topics
+        else reader.option("subscribePattern", source.pattern)
+    )
     df = reader.options(**source.options).load()
     return df.select(
         F.col("value").cast("string").alias("value"),

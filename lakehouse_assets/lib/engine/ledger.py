@@ -20,7 +20,12 @@ from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.report import RunReport, WrittenSample
 
 _SUMMED = (
-    "result_rows", "rows_written", "rows_quarantined", "dropped_by_expectations", "dropped_duplicates", "expectation_rows",
+    "result_rows",
+    "rows_written",
+    "rows_quarantined",
+    "dropped_by_expectations",
+    "dropped_duplicates",
+    "expectation_rows",
 )
 
 

@@ -11,8 +11,8 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import short_error
-from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.errors import LakehouseError
 
 BatchHandler = Callable[[DataFrame, int], None]
 

@@ -12,8 +12,8 @@ from pyspark.sql import functions as F
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import delta_sql, storage
-from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 Log = Callable[[str], None]

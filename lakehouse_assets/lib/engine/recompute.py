@@ -54,7 +54,9 @@ def recompute_keys(
         subset = current.where(condition)
     else:
         scope = changes.select(sink.reread_by).distinct()
-        subset = current.join(F.broadcast(scope), current[sink.reread_by].eqNullSafe(scope[sink.reread_by]), "left_semi")
+        subset = current.join(
+            F.broadcast(scope), current[sink.reread_by].eqNullSafe(scope[sink.reread_by]), "left_semi"
+        )
     touched = transform(changes).select(*sink.keys).distinct()
     # Computed once: the MERGE may scan its source twice (Delta materializes only sources it
     # considers non-deterministic), and ``on_written`` samples it.
@@ -71,9 +73,13 @@ def recompute_keys(
 
 
 def prepare_recompute(
-    spark: SparkSession, paths: LakehousePaths, table: StreamingTable, inputs: dict[str, DataFrame],
-    ledger: BatchLedger, app_id: str,
-) -> PreparedQuery:  # fmt: skip
+    spark: SparkSession,
+    paths: LakehousePaths,
+    table: StreamingTable,
+    inputs: dict[str, DataFrame],
+    ledger: BatchLedger,
+    app_id: str,
+) -> PreparedQuery:
     """The recompute strategy: the stream carries only the input's new rows; the handler
     recomputes the keys they touch (see the module's docstring) and records the batch's figures
     in ``ledger``."""

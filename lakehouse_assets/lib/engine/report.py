@@ -21,6 +21,7 @@ class WrittenSample:
 def sample_written(df: DataFrame, rows: int = 5) -> WrittenSample:
     """A few rows of ``df`` (a cached micro-batch: no new scan), as text so values Python cannot
     hold (timestamps before year 1 after a time-zone shift) still show."""
+
     def shown(field: StructField) -> Column:
         column = F.col(f"`{field.name}`")
         # A sum of doubles shows as 1517.0200000000002: six decimals are enough to read it.

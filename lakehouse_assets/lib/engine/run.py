@@ -15,7 +15,13 @@ from lakehouse_assets.lib.declare.sinks import KafkaSink, OverwriteSink, Recompu
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
-from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, guard_checkpoint, query_checkpoint
+from lakehouse_assets.lib.engine.checkpoint import (
+    app_id,
+    ensure_table,
+    full_refresh,
+    guard_checkpoint,
+    query_checkpoint,
+)
 from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested

@@ -64,9 +64,7 @@ def keep_one_per_key(df: DataFrame, keys: list[str], order_by: list[str] | None 
     choice among re-deliveries does not depend on how rows were grouped into batches."""
     order = order_by or sorted(c for c in _orderable(df) if c not in keys)
     window = Window.partitionBy(*keys).orderBy(*[F.col(c).asc_nulls_last() for c in order])
-    return df.withColumn("__lh_rank", F.row_number().over(window)).where("__lh_rank = 1").drop(
-        "__lh_rank"
-    )
+    return df.withColumn("__lh_rank", F.row_number().over(window)).where("__lh_rank = 1").drop("__lh_rank")
 
 
 def merge_batch(sink: MergeSink, batch: DataFrame, write: BatchWrite) -> int:
@@ -135,7 +133,9 @@ def replace_rows_for_keys(
     changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in columns if c not in merge_on)
     clauses = [f"WHEN MATCHED AND s.{DELETE_FLAG} THEN DELETE"]
     if changed:
-        clauses.append(f"WHEN MATCHED AND ({changed}) THEN UPDATE SET " + ", ".join(f"`{c}` = s.`{c}`" for c in columns))
+        clauses.append(
+            f"WHEN MATCHED AND ({changed}) THEN UPDATE SET " + ", ".join(f"`{c}` = s.`{c}`" for c in columns)
+        )
     clauses.append(
         f"WHEN NOT MATCHED AND NOT s.{DELETE_FLAG} THEN INSERT ({', '.join(f'`{c}`' for c in columns)}) "
         f"VALUES ({', '.join(f's.`{c}`' for c in columns)})"

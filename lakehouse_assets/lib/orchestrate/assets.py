@@ -12,12 +12,11 @@ from dagster_pyspark import LazyPySparkResource
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.errors import engine_lost
-from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError
-from lakehouse_assets.lib.orchestrate.metadata import describe_columns
-from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
+from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, RootUnusable
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
+from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
+from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
-from lakehouse_assets.lib.errors import RootUnusable
 from lakehouse_assets.lib.settings import LakehousePaths, current
 from lakehouse_assets.lib.spark.session import SparkResource
 
@@ -42,36 +41,36 @@ def _code_reference(table: StreamingTable) -> dg.CodeReferencesMetadataValue:
 
 
 def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
-    deps = [dg.AssetKey(t) for t in table.upstream_tables]
-    common = dict(
-        group_name=table.group,
-        deps=deps,
-        kinds=KINDS if table.writes_delta else {"spark", "kafka"},
-        owners=table.owners,
-        tags=table.tags,
-        freshness_policy=(
-            dg.FreshnessPolicy.time_window(fail_window=table.freshness) if table.freshness else None
-        ),
-    )
+    def spec(key: str, description: str | None, metadata: dict[str, Any]) -> dg.AssetSpec:
+        return dg.AssetSpec(
+            key=key,
+            description=description,
+            metadata=metadata,
+            group_name=table.group,
+            deps=[dg.AssetKey(t) for t in table.upstream_tables],
+            kinds=KINDS if table.writes_delta else {"spark", "kafka"},
+            owners=table.owners,
+            tags=table.tags,
+            freshness_policy=(dg.FreshnessPolicy.time_window(fail_window=table.freshness) if table.freshness else None),
+        )
+
     specs = [
-        dg.AssetSpec(
-            key=table.name,
-            description=table.description,
-            metadata={
+        spec(
+            table.name,
+            table.description,
+            {
                 "dagster/uri": paths.table(table.name) if table.writes_delta else f"kafka://{table.sink.topic}",  # type: ignore[attr-defined]
                 "dagster/code_references": _code_reference(table),
                 "landing_sources": ", ".join(table.landing_sources) or "-",
             },
-            **common,
         )
     ]
     if table.quarantine:
         specs.append(
-            dg.AssetSpec(
-                key=table.quarantine.table,
-                description=f"Rows of {table.name} that failed its expectations, with the names they failed.",
-                metadata={"dagster/uri": paths.table(table.quarantine.table)},
-                **common,
+            spec(
+                table.quarantine.table,
+                f"Rows of {table.name} that failed its expectations, with the names they failed.",
+                {"dagster/uri": paths.table(table.quarantine.table)},
             )
         )
     return specs
@@ -98,7 +97,9 @@ def _previous_metadata(instance: dg.DagsterInstance, table: StreamingTable) -> d
     return previous
 
 
-def _previous_checks(instance: dg.DagsterInstance, table: StreamingTable, selected: frozenset[str]) -> dict[str, dict[str, Any]]:
+def _previous_checks(
+    instance: dg.DagsterInstance, table: StreamingTable, selected: frozenset[str]
+) -> dict[str, dict[str, Any]]:
     """The last completed evaluation of each selected full-table check (its metadata says which
     table versions it saw, so an unchanged pair need not be scanned again)."""
     previous: dict[str, dict[str, Any]] = {}
@@ -175,10 +176,15 @@ def build_table_asset(
             context.log.warning(f"{table.name}: {note}")
         try:
             events = table_events(
-                spark.spark_session, lakehouse.paths, table, request,
-                log=context.log.debug, warn=context.log.warning, info=context.log.info,
+                spark.spark_session,
+                lakehouse.paths,
+                table,
+                request,
+                log=context.log.debug,
+                warn=context.log.warning,
+                info=context.log.info,
                 renew=spark.renew_session if isinstance(spark, SparkResource) else None,
-            )  # fmt: skip
+            )
             for event in events:
                 if isinstance(event, Materialized):
                     # The Delta version is the data version: a run that changed nothing leaves it
@@ -187,7 +193,12 @@ def build_table_asset(
                     data_version = dg.DataVersion(str(version.value)) if version is not None else None
                     metadata = event.metadata
                     if "dagster/column_schema" in metadata:
-                        own = table.column_descriptions if event.asset == table.name else table.quarantine.column_descriptions
+                        quarantine = table.quarantine
+                        own = (
+                            table.column_descriptions
+                            if event.asset == table.name or quarantine is None
+                            else quarantine.column_descriptions
+                        )
                         schema = describe_columns(metadata["dagster/column_schema"], own)
                         metadata = {**metadata, "dagster/column_schema": schema}
                     if stale and event.asset == table.name:
@@ -198,7 +209,9 @@ def build_table_asset(
         except EngineUnavailable as error:
             # One sentence for the UI; the engine's own trace stays in the event log.
             trace = "".join(traceback.format_exception(error.__cause__)) if error.__cause__ else ""
-            raise dg.Failure(description=str(error), metadata={"cause": dg.MetadataValue.text(trace[-20000:])}) from None
+            raise dg.Failure(
+                description=str(error), metadata={"cause": dg.MetadataValue.text(trace[-20000:])}
+            ) from None
         except LakehouseError as error:
             raise dg.Failure(description=str(error)) from None
         except Exception as error:

@@ -55,7 +55,9 @@ def build_definitions(
         ]
         if sensors
         else [],
-        schedules=[*build_maintenance_schedules(maintenance), build_refresh_schedule(refresh, tables)] if schedules else [],
+        schedules=[*build_maintenance_schedules(maintenance), build_refresh_schedule(refresh, tables)]
+        if schedules
+        else [],
         resources={"spark": spark_resource(), "lakehouse": LakehouseResource(root=paths.root)},
         # One process per run, so every step shares one SparkSession (one JVM per run).
         executor=dg.in_process_executor,

@@ -19,12 +19,11 @@ from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
-from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.settings import LakehousePaths, current
-
 
 CHECK_THREADS = 4
 
@@ -65,9 +64,7 @@ def _previous_state(
     versions = {name: int(m["delta_version"].value) for name, m in previous.items() if "delta_version" in m}
     own = previous.get(table.name, {})
     schema = (
-        {c.name: c.type for c in own["dagster/column_schema"].value.columns}
-        if "dagster/column_schema" in own
-        else None
+        {c.name: c.type for c in own["dagster/column_schema"].value.columns} if "dagster/column_schema" in own else None
     )
     return versions, schema
 
@@ -75,14 +72,18 @@ def _previous_state(
 def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
     try:
         return check.evaluate(ctx)
-    except Exception as error:  # noqa: BLE001 - a check that cannot run fails, with the reason
+    except Exception as error:
         if engine_lost(error, current().spark_remote):
             raise  # not the check's failure: the run's
         return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
 
 
 def _materializations(
-    session: SparkSession, paths: LakehousePaths, table: StreamingTable, request: TableRequest, log: Callable[[str], None]
+    session: SparkSession,
+    paths: LakehousePaths,
+    table: StreamingTable,
+    request: TableRequest,
+    log: Callable[[str], None],
 ) -> tuple[RunReport, list[Materialized]]:
     """Run the table's query and describe each selected output (no event is yielded yet, so a
     transient fault anywhere in here can be retried whole)."""
@@ -124,7 +125,7 @@ def retrying(
     for number in range(1, tries + 1):
         try:
             return session, attempt(session)
-        except Exception as error:  # noqa: BLE001 - only passing engine faults are retried
+        except Exception as error:
             cause = transient_cause(error, settings.spark_remote)
             if cause is None:
                 raise
@@ -173,7 +174,10 @@ def table_events(
     yield from materialized
     if not checks:
         return
-    carried = {name: CheckOutcome(bool(c["passed"]), dict(c["metadata"])) for name, c in (request.previous_checks or {}).items()}
+    carried = {
+        name: CheckOutcome(bool(c["passed"]), dict(c["metadata"]))
+        for name, c in (request.previous_checks or {}).items()
+    }
 
     def evaluate_all(on: SparkSession) -> list[CheckOutcome]:
         context = CheckContext(on, paths, table.name, report, versions, schema, carried)
@@ -183,5 +187,5 @@ def table_events(
             return list(pool.map(lambda c: evaluate_check(c, context), checks))
 
     _, outcomes = retrying(table.name, evaluate_all, session, warn, renew, again="its checks")
-    for check, outcome in zip(checks, outcomes):
+    for check, outcome in zip(checks, outcomes, strict=True):
         yield Checked(check.name, outcome)

@@ -71,7 +71,7 @@ def ingest_job_name(source: str) -> str:
     return f"ingest_{source}"
 
 
-def build_ingest_jobs(tables: Sequence[StreamingTable]) -> dict[str, "UnresolvedAssetJobDefinition"]:
+def build_ingest_jobs(tables: Sequence[StreamingTable]) -> dict[str, UnresolvedAssetJobDefinition]:
     return {
         source: dg.define_asset_job(
             name=ingest_job_name(source),
@@ -101,7 +101,7 @@ def kafka_job_name(subscription: str) -> str:
     return "ingest_kafka_" + re.sub(r"[^A-Za-z0-9_]+", "_", subscription).strip("_")
 
 
-def build_kafka_jobs(tables: Sequence[StreamingTable]) -> dict[str, "UnresolvedAssetJobDefinition"]:
+def build_kafka_jobs(tables: Sequence[StreamingTable]) -> dict[str, UnresolvedAssetJobDefinition]:
     return {
         subscription: dg.define_asset_job(
             name=kafka_job_name(subscription),
@@ -116,7 +116,7 @@ def build_kafka_jobs(tables: Sequence[StreamingTable]) -> dict[str, "UnresolvedA
     }
 
 
-def build_refresh_job() -> "UnresolvedAssetJobDefinition":
+def build_refresh_job() -> UnresolvedAssetJobDefinition:
     return dg.define_asset_job(
         name="refresh_all",
         selection=dg.AssetSelection.all(),

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from lakehouse_assets.lib.brokers.kafka_offsets import pending, topic_offsets
-from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.declare.inputs import KafkaInput
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine.kafka_input import committed_position, kafka_servers
+from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG, kafka_job_name
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.sensors import in_flight_run
@@ -46,7 +46,7 @@ def _reading_flows(readers: Sequence[StreamingTable], subscription: str) -> list
 
 
 def build_kafka_sensor(
-    subscription: str, readers: Sequence[StreamingTable], job: "UnresolvedAssetJobDefinition"
+    subscription: str, readers: Sequence[StreamingTable], job: UnresolvedAssetJobDefinition
 ) -> dg.SensorDefinition:
     flows = _reading_flows(readers, subscription)
 
@@ -66,17 +66,23 @@ def build_kafka_sensor(
         for flow, source in flows:
             servers = kafka_servers(source)
             if not servers:
-                return dg.SkipReason(f"No Kafka broker configured (LAKEHOUSE_KAFKA_BOOTSTRAP is empty); {subscription} is not read.")
+                return dg.SkipReason(
+                    f"No Kafka broker configured (LAKEHOUSE_KAFKA_BOOTSTRAP is empty); {subscription} is not read."
+                )
             try:
                 offsets = topic_offsets(source, servers, timeout_s=5)
             except KafkaProblem as problem:
                 return dg.SkipReason(f"{problem}.")
             if offsets is None:
-                return dg.SkipReason(f"{subscription}: its consumer options need Java's client; schedule {job.name} instead.")
+                return dg.SkipReason(
+                    f"{subscription}: its consumer options need Java's client; schedule {job.name} instead."
+                )
             waiting += pending(committed_position(lakehouse.paths, flow) or {}, offsets, source.starting_offsets)
             ends.append(sorted(offsets.end.items()))
         if waiting == 0:
-            return dg.SkipReason(f"No new messages in Kafka {subscription}: every reading table has committed its end offsets.")
+            return dg.SkipReason(
+                f"No new messages in Kafka {subscription}: every reading table has committed its end offsets."
+            )
         run = in_flight_run(context.instance, {KAFKA_TAG: subscription})
         if run is not None:
             return dg.SkipReason(
@@ -85,6 +91,9 @@ def build_kafka_sensor(
             )
         key = hashlib.sha256(repr(ends).encode()).hexdigest()[:16]
         context.log.info(f"{subscription}: requesting {job.name} for {waiting} new message(s)")
-        return dg.RunRequest(run_key=f"kafka:{subscription}:{key}", tags={KAFKA_TAG: subscription, "lakehouse/new_messages": str(waiting)})
+        return dg.RunRequest(
+            run_key=f"kafka:{subscription}:{key}",
+            tags={KAFKA_TAG: subscription, "lakehouse/new_messages": str(waiting)},
+        )
 
     return _sensor

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-
 from lakehouse_assets.lib.declare.table import StreamingTable
 
 if TYPE_CHECKING:  # Dagster does not export its error record type by name
@@ -51,6 +50,7 @@ def _error_line(error: SerializableErrorInfo | None) -> str:
     if not lines:
         return "see that run's log"
     kind, _, text = lines[0].partition(": ")
+    assert error is not None  # lines came from it
     return (text if error.cls_name and kind.endswith(error.cls_name) else lines[0])[:600]
 
 
@@ -93,8 +93,10 @@ def stale_lookups(instance: dg.DagsterInstance, feeds: dict[str, list[str]]) -> 
         if good:
             materialization = good[0].asset_materialization
             version = materialization.metadata.get("delta_version") if materialization else None
-            read = (f"read at its last good version ({'version ' + str(version.value) + ', ' if version else ''}"
-                    f"materialized {_when(good[0].timestamp)})")  # fmt: skip
+            read = (
+                f"read at its last good version ({'version ' + str(version.value) + ', ' if version else ''}"
+                f"materialized {_when(good[0].timestamp)})"
+            )
         else:
             read = "not materialized yet"
         stale[lookup] = (

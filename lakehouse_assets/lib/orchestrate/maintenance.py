@@ -116,7 +116,9 @@ def build_maintenance_job(table: StreamingTable) -> dg.JobDefinition:
 
         def waiting(seconds: float | None = None) -> None:
             context.log.info(
-                f"{table.name}: waiting for the writer's lock" if seconds is None else f"waited {seconds:.1f}s for the lock"
+                f"{table.name}: waiting for the writer's lock"
+                if seconds is None
+                else f"waited {seconds:.1f}s for the lock"
             )
 
         with storage.exclusive_lock(paths.lock_file(table.name), waiting):

@@ -69,8 +69,11 @@ def table_metadata(
     base = {"dagster/uri": dg.MetadataValue.path(path), "delta_version": dg.MetadataValue.int(int(version or 0))}
     previous = previous or {}
     recorded = "delta_version" in previous and "dagster/row_count" in previous
-    if version is not None and recorded and int(previous["delta_version"].value) == version and all(
-        k in previous for k in CONTENT_KEYS
+    if (
+        version is not None
+        and recorded
+        and int(previous["delta_version"].value) == version
+        and all(k in previous for k in CONTENT_KEYS)
     ):
         return {**{k: previous[k] for k in CONTENT_KEYS}, **base}
     since, known = (

@@ -54,7 +54,8 @@ def refresh_requests(tables: Sequence[StreamingTable], run_key: str) -> list[dg.
     """One run per landing source over the tables it feeds (:func:`fed_by`), and one for any
     table no source feeds: a broken customers file then fails the customers run only, and the
     events chain still runs, joining the last good customers version."""
-    requests, covered = [], set()
+    requests: list[dg.RunRequest] = []
+    covered: set[str] = set()
     for source in landing_sources(tables):
         fed = fed_by(tables, source)
         covered.update(t.name for t in fed)
@@ -67,7 +68,9 @@ def refresh_requests(tables: Sequence[StreamingTable], run_key: str) -> list[dg.
     return requests
 
 
-def build_refresh_schedule(job: "UnresolvedAssetJobDefinition", tables: Sequence[StreamingTable]) -> dg.ScheduleDefinition:
+def build_refresh_schedule(
+    job: UnresolvedAssetJobDefinition, tables: Sequence[StreamingTable]
+) -> dg.ScheduleDefinition:
     @dg.schedule(
         name="refresh_all_schedule",
         job=job,

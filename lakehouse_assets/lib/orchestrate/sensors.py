@@ -21,14 +21,14 @@ launching a file twice.
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from lakehouse_assets.lib.declare.table import StreamingTable
-from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested
+from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
 from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, scan
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.stranded import RetryPolicy, retry_request
@@ -60,7 +60,7 @@ class SensorSettings:
     max_settle_s: float = 60.0
     grace_s: float = 600.0
     settle_wait_s: float = 1.0
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @classmethod
     def from_env(cls) -> "SensorSettings":
@@ -137,7 +137,9 @@ def build_landing_sensor(
             if in_flight_run(context.instance, {SOURCE_TAG: source}) is None:
                 retry = retry_request(context.instance, {SOURCE_TAG: source}, clock(), settings.retry)
                 if isinstance(retry, dg.RunRequest):
-                    context.log.info(f"{source}: the last run ended badly; requesting {job.name} again to drain what it left")
+                    context.log.info(
+                        f"{source}: the last run ended badly; requesting {job.name} again to drain what it left"
+                    )
                 if retry is not None:
                     return retry
             seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"

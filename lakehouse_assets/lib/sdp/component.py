@@ -31,4 +31,6 @@ class SparkPipelineComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         spec = Path(self.spec)
-        return load_spark_pipeline(spec if spec.is_absolute() else context.path / spec, sensors=self.sensors, schedules=self.schedules)
+        return load_spark_pipeline(
+            spec if spec.is_absolute() else context.path / spec, sensors=self.sensors, schedules=self.schedules
+        )

@@ -18,18 +18,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.output import MaterializedView, Output, Sink, TemporaryView
 from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
 
 from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
-from lakehouse_assets.lib.declare.flows import Flow as TableFlow, append_flow
+from lakehouse_assets.lib.declare.flows import Flow as TableFlow
+from lakehouse_assets.lib.declare.flows import append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stream
-from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, Sink as TableSink, recompute
+from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, recompute
+from lakehouse_assets.lib.declare.sinks import Sink as TableSink
 from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable
 from lakehouse_assets.lib.dp import expectations_of
-from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
+from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.cdc import cdc_sink
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
@@ -69,11 +72,15 @@ class Converter:
             output = self.graph.outputs.get(read.name)
             if isinstance(output, TemporaryView):
                 if read.name in visiting:
-                    raise DeclarationError(f"{place}: temporary views read each other in a cycle: {' -> '.join([*visiting, read.name])}")
+                    raise DeclarationError(
+                        f"{place}: temporary views read each other in a cycle: {' -> '.join([*visiting, read.name])}"
+                    )
                 inner = self.inputs_of(self.planned[(read.name, read.name)], (*visiting, read.name))
                 for name, streaming in inner.tables.items():
                     if found.tables.get(name, streaming) != streaming:
-                        raise DeclarationError(f"{place}: {planned.flow.target} reads {name} both as a stream and as a snapshot")
+                        raise DeclarationError(
+                            f"{place}: {planned.flow.target} reads {name} both as a stream and as a snapshot"
+                        )
                     found.tables[name] = streaming
                 found.files += inner.files
                 found.views += [v for v in [*inner.views, read.name] if v not in found.views]
@@ -81,7 +88,9 @@ class Converter:
                 what = "a sink" if output is not None else "not a dataset of this pipeline"
                 raise DeclarationError(f"{place}: {planned.flow.target} reads {read.name}, which is {what}")
             elif found.tables.get(read.name, read.streaming) != read.streaming:
-                raise DeclarationError(f"{place}: {planned.flow.target} reads {read.name} both as a stream and as a snapshot")
+                raise DeclarationError(
+                    f"{place}: {planned.flow.target} reads {read.name} both as a stream and as a snapshot"
+                )
             else:
                 found.tables[read.name] = read.streaming
         return found
@@ -90,9 +99,16 @@ class Converter:
         return PipelineQuery(str(self.loaded.spec_path), flow.target, flow.name, tuple(inputs.views), _at(flow))
 
     def table(
-        self, output: Output, sink: TableSink, inputs: dict[str, Input], queries: list[Flow], transform: PipelineQuery,
-        flows: list[TableFlow] | None = None, flow: str | None = None, key_checks: list[TableCheck] | None = None,
-    ) -> StreamingTable:  # fmt: skip
+        self,
+        output: Output,
+        sink: TableSink,
+        inputs: dict[str, Input],
+        queries: list[Flow],
+        transform: PipelineQuery,
+        flows: list[TableFlow] | None = None,
+        flow: str | None = None,
+        key_checks: list[TableCheck] | None = None,
+    ) -> StreamingTable:
         """The table of ``output``; its expectations are those of the functions of ``queries``;
         ``flows`` its further flows, ``flow`` the name of its own (None: named like the table);
         ``key_checks`` what its declared keys promise."""
@@ -119,18 +135,30 @@ class Converter:
     def materialized_view(self, output: MaterializedView) -> StreamingTable:
         flows = self.graph.flows_into(output.name)
         if len(flows) != 1:
-            raise DeclarationError(f"{where(output.source_code_location)}: materialized view {output.name} has {len(flows)} flows; it has one query")
+            raise DeclarationError(
+                f"{where(output.source_code_location)}: materialized view {output.name} has {len(flows)} flows; it has one query"
+            )
         planned = self.planned[(output.name, flows[0].name)]
         found = self.inputs_of(planned)
         if found.streams:
-            raise DeclarationError(f"{where(output.source_code_location)}: materialized view {output.name} reads a stream; it reads snapshots (spark.read)")
+            raise DeclarationError(
+                f"{where(output.source_code_location)}: materialized view {output.name} reads a stream; it reads snapshots (spark.read)"
+            )
         if any(e.action == "quarantine" for e in expectations_of(flows[0].func)):
-            raise DeclarationError(f"{where(output.source_code_location)}: {output.name}: a materialized view drops, warns or fails on expectations; quarantine is for streaming tables")
+            raise DeclarationError(
+                f"{where(output.source_code_location)}: {output.name}: a materialized view drops, warns or fails on expectations; quarantine is for streaming tables"
+            )
         sink: TableSink
         # The recompute strategy finds the keys to rebuild from the function's rows for the new
         # input rows after the expectations: with expectations it could miss one, so full.
         expectations = expectations_of(flows[0].func)
-        if planned.incremental and not expectations and not found.files and not found.views and list(found.tables) == [planned.incremental[1]]:
+        if (
+            planned.incremental
+            and not expectations
+            and not found.files
+            and not found.views
+            and list(found.tables) == [planned.incremental[1]]
+        ):
             keys, source = planned.incremental
             inputs: dict[str, Input] = {source: change_feed(source)}
             sink = recompute(keys, reread_by=keys[0])
@@ -156,9 +184,13 @@ class Converter:
         elif isinstance(source, (SdpStreamingTable, MaterializedView)):
             found, views = FlowInputs(tables={flow.source: True}), ()
         else:
-            raise DeclarationError(f"{place}: the Auto CDC flow into {output.name} reads {flow.source}, which is not a dataset of this pipeline")
+            raise DeclarationError(
+                f"{place}: the Auto CDC flow into {output.name} reads {flow.source}, which is not a dataset of this pipeline"
+            )
         if [n for n, streaming in found.tables.items() if streaming] == [] or found.files:
-            raise DeclarationError(f"{place}: the Auto CDC flow into {output.name} reads its changes from one dataset as a stream")
+            raise DeclarationError(
+                f"{place}: the Auto CDC flow into {output.name} reads its changes from one dataset as a stream"
+            )
         transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, _at(flow))
         sink: RecomputeSink = cdc_sink(flow)
         keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
@@ -169,12 +201,16 @@ class Converter:
         place = where(output.source_code_location)
         if cdc:
             if len(cdc) > 1 or flows:
-                raise DeclarationError(f"{place}: {output.name} is written by an Auto CDC flow, which must be its only flow")
+                raise DeclarationError(
+                    f"{place}: {output.name} is written by an Auto CDC flow, which must be its only flow"
+                )
             return self.cdc_table(output)
         if not flows:
-            raise DeclarationError(f"{place}: streaming table {output.name} has no flow: add @dp.append_flow(target={output.name!r})")
+            raise DeclarationError(
+                f"{place}: streaming table {output.name} has no flow: add @dp.append_flow(target={output.name!r})"
+            )
         found = [self.inputs_of(self.planned[(f.target, f.name)]) for f in flows]
-        for flow, inputs in zip(flows, found):
+        for flow, inputs in zip(flows, found, strict=True):
             if not inputs.streams:
                 raise DeclarationError(
                     f"{where(flow.source_code_location)}: flow {flow.name} into {output.name} reads no stream; a streaming "
@@ -186,21 +222,33 @@ class Converter:
         order = [first] + [i for i in range(len(flows)) if i != first]
         flows, found = [flows[i] for i in order], [found[i] for i in order]
         further = [
-            append_flow(f.name, inputs=i.declared(), transform=self.query(f, i)) for f, i in zip(flows[1:], found[1:])
+            append_flow(f.name, inputs=i.declared(), transform=self.query(f, i))
+            for f, i in zip(flows[1:], found[1:], strict=True)
         ]
         own_flow = None if flows[0].name == output.name else flows[0].name
         return self.table(
-            output, AppendSink(), found[0].declared(), flows, transform=self.query(flows[0], found[0]), flows=further, flow=own_flow
+            output,
+            AppendSink(),
+            found[0].declared(),
+            flows,
+            transform=self.query(flows[0], found[0]),
+            flows=further,
+            flow=own_flow,
         )
 
     def tables(self) -> list[StreamingTable]:
-        for flow in self.graph.flows + self.graph.cdc_flows:  # type: ignore[operator]
+        flows: list[Any] = [*self.graph.flows, *self.graph.cdc_flows]
+        for flow in flows:
             if flow.target not in self.graph.outputs:
-                raise DeclarationError(f"{where(flow.source_code_location)}: flow {flow.name} targets {flow.target}, which is not defined")
+                raise DeclarationError(
+                    f"{where(flow.source_code_location)}: flow {flow.name} targets {flow.target}, which is not defined"
+                )
         tables: list[StreamingTable] = []
         for output in self.graph.outputs.values():
             if isinstance(output, Sink):
-                raise DeclarationError(f"{where(output.source_code_location)}: sink {output.name}: dp.create_sink is not supported yet")
+                raise DeclarationError(
+                    f"{where(output.source_code_location)}: sink {output.name}: dp.create_sink is not supported yet"
+                )
             if isinstance(output, MaterializedView):
                 tables.append(self.materialized_view(output))
             elif isinstance(output, SdpStreamingTable):
@@ -219,7 +267,7 @@ def _refuse_cycles(tables: list[StreamingTable]) -> None:
 
     def visit(name: str, path: tuple[str, ...]) -> None:
         if name in path:
-            cycle = path[path.index(name):] + (name,)
+            cycle = (*path[path.index(name) :], name)
             raise DeclarationError(f"datasets read each other in a cycle: {' -> '.join(cycle)}")
         for upstream in reads.get(name, ()):
             visit(upstream, (*path, name))

@@ -18,7 +18,7 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import Output
 from pyspark.pipelines.source_code_location import SourceCodeLocation
 
-from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
+from lakehouse_assets.lib.errors import DeclarationError
 
 
 def where(location: SourceCodeLocation | None) -> str:
@@ -56,7 +56,9 @@ def column_name(column: Any, what: str, location: SourceCodeLocation) -> str:
     if name is None and getattr(column, "_jc", None) is not None:  # a classic Column
         name = column._jc.toString()
     if name is None or not str(name).replace("_", "").isalnum():
-        raise DeclarationError(f"{where(location)}: {what} must name a column (a string or col('name')), not {column!r}")
+        raise DeclarationError(
+            f"{where(location)}: {what} must name a column (a string or col('name')), not {column!r}"
+        )
     return str(name)
 
 

@@ -63,7 +63,7 @@ def _lakehouse_auto_cdc() -> Iterator[None]:
     try:
         yield
     finally:
-        pyspark_dp.create_auto_cdc_flow = original  # type: ignore[assignment]
+        pyspark_dp.create_auto_cdc_flow = original
 
 
 @contextmanager

@@ -36,7 +36,9 @@ def flow_function(pipeline: LoadedPipeline, target: str, flow: str) -> Callable[
     for candidate in pipeline.graph.flows:
         if candidate.target == target and candidate.name == flow:
             return candidate.func
-    raise LakehouseError(f"{pipeline.spec_path}: no flow {flow} into {target} any more (the files changed since the definitions loaded)")
+    raise LakehouseError(
+        f"{pipeline.spec_path}: no flow {flow} into {target} any more (the files changed since the definitions loaded)"
+    )
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,9 @@ def _the_proxy() -> SessionProxy:
 
 
 @contextmanager
-def running_on(session: Any, configuration: Mapping[str, str], frames: Mapping[str, Any] | None = None) -> Iterator[None]:
+def running_on(
+    session: Any, configuration: Mapping[str, str], frames: Mapping[str, Any] | None = None
+) -> Iterator[None]:
     """Within the block, the pipeline's ``spark`` is ``session`` and its datasets ``frames``."""
     token = _scope.set(Scope(session, configuration, frames if frames is not None else {}))
     try:
@@ -120,7 +122,7 @@ def planning(configuration: Mapping[str, str]) -> Iterator[Any]:
     if pyspark_errors._enable_debugging_cache is None:
         # PySpark asks the active session's conf for this once per process (a server call);
         # the planner has no server: take the setting's default (on).
-        pyspark_errors._enable_debugging_cache = True
+        pyspark_errors._enable_debugging_cache = True  # type: ignore[assignment]  # typed as None only
     planner = ConnectSession(connection="sc://127.0.0.1:1")
     planner.release_session_on_close = False
     was_remote = "SPARK_CONNECT_MODE_ENABLED" in os.environ

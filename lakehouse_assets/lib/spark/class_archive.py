@@ -62,7 +62,7 @@ def stop_and_dump() -> None:
     the archive (a killed JVM writes nothing). :func:`build` waits for both."""
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession  # type: ignore[attr-defined]
+    spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
     if spark is not None:
         spark.stop()
 
@@ -101,8 +101,9 @@ def build(training_module: str) -> int:
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
     env |= {"SPARK_LOG_LEVEL": "ERROR", DUMP_ENV: str(partial)}
     command = [sys.executable, "-m", training_module]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                          start_new_session=True) as training:  # fmt: skip
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+    ) as training:
         try:
             output, _ = training.communicate(timeout=TRAINING_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -111,8 +112,10 @@ def build(training_module: str) -> int:
     if training.returncode != 0 or not install(partial, target):
         partial.unlink(missing_ok=True)
         tail = output.strip().splitlines()[-5:]
-        print("class archive: not written, runs start without it (make setup tries again): " + " | ".join(tail),
-              file=sys.stderr)  # fmt: skip
+        print(
+            "class archive: not written, runs start without it (make setup tries again): " + " | ".join(tail),
+            file=sys.stderr,
+        )
         return 1
     size = target.stat().st_size / 2**20
     print(f"class archive: {target} ({size:,.0f} MiB) in {time.monotonic() - started:.0f} s")

@@ -33,7 +33,10 @@ MAVEN_PACKAGES = [
     # s3a:// at pyspark's Hadoop version, with the AWS SDK modules it calls (18 MB), not the SDK
     # bundle hadoop-aws depends on (686 MB).
     f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}",
-    *(f"software.amazon.awssdk:{module}:{AWS_SDK_VERSION}" for module in ("s3", "sts", "s3-transfer-manager", "apache-client")),
+    *(
+        f"software.amazon.awssdk:{module}:{AWS_SDK_VERSION}"
+        for module in ("s3", "sts", "s3-transfer-manager", "apache-client")
+    ),
 ]
 MAVEN_EXCLUDES = ["software.amazon.awssdk:bundle", "org.wildfly.openssl:wildfly-openssl"]
 

@@ -6,6 +6,7 @@ One session per process (``getOrCreate``); Dagster runs every step of a run in o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -23,7 +24,10 @@ ENGINE_RETRIES = 6  # about 12 s of back-off before a run reports the engine unr
 
 
 def spark_conf(
-    master: str | None = None, extra: dict[str, Any] | None = None, require_jars: bool = True, class_archive_ok: bool = True
+    master: str | None = None,
+    extra: dict[str, Any] | None = None,
+    require_jars: bool = True,
+    class_archive_ok: bool = True,
 ) -> dict[str, Any]:
     """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores; a
     local driver maps its classes from the setup-time class archive (:mod:`.class_archive`).
@@ -118,7 +122,7 @@ def _engine_client(remote: str) -> SparkSession:
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     # PySpark retries an unreachable engine for at least 10 minutes; a run should say so sooner.
     policy = DefaultPolicy(max_retries=ENGINE_RETRIES, initial_backoff=200, backoff_multiplier=2.0, max_backoff=4000)
-    spark.client.set_retry_policies([policy])  # type: ignore[attr-defined]
+    spark.client.set_retry_policies([policy])
     return spark
 
 
@@ -128,10 +132,8 @@ def renew_spark(session: SparkSession) -> SparkSession:
     remote = current().spark_remote
     if not remote:
         return session
-    try:
+    with contextlib.suppress(Exception):  # the engine that held it may be gone
         session.stop()
-    except Exception:  # noqa: BLE001 - the engine that held it may be gone
-        pass
     return _engine_client(remote)
 
 
