@@ -16,10 +16,10 @@ from lakehouse_assets.lib.declare.expectations import (
     expect,
     expect_or_drop,
     expect_or_quarantine,
-    expectation_counts,
     split_by_expectations,
     with_expectation_flags,
 )
+from lakehouse_assets.lib.engine.counting import expectation_counts
 
 
 def lines_frame(spark: SparkSession, lines: list[str]):

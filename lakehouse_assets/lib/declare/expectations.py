@@ -86,18 +86,15 @@ def _dropped(expectations: list[Expectation]) -> Column:
     return _failed_any(expectations, "drop") & ~_quarantined(expectations)
 
 
-def expectation_counts(flagged: DataFrame, expectations: list[Expectation]) -> dict[str, int]:
-    """Rows failing each expectation, plus ``__rows`` (all rows), ``__quarantined`` and
-    ``__dropped`` (the rows :func:`split_by_expectations` routes there), in one aggregation:
-    no further pass over the rows is needed to know how many each output gets."""
-    aggs = [
+def count_columns(expectations: list[Expectation]) -> list[Column]:
+    """The aggregations that count, over flagged rows, the rows failing each expectation plus
+    ``__rows`` (all rows), ``__quarantined`` and ``__dropped`` (the rows
+    :func:`split_by_expectations` routes there): one pass tells how many each output gets."""
+    return [
         F.count(F.lit(1)).alias("__rows"),
         F.count_if(_quarantined(expectations)).alias("__quarantined"),
         F.count_if(_dropped(expectations)).alias("__dropped"),
     ] + [F.sum(F.when(~F.col(_FLAG + e.name), 1).otherwise(0)).alias(e.name) for e in expectations]
-    row = flagged.agg(*aggs).first()
-    assert row is not None  # an aggregate has one row
-    return {k: int(row[k] or 0) for k in row.asDict()}
 
 
 def split_by_expectations(
@@ -113,6 +110,6 @@ def split_by_expectations(
     return kept, quarantined, dropped
 
 
-def first_failure(flagged: DataFrame, expectation: Expectation) -> str:
-    row = flagged.where(~F.col(_FLAG + expectation.name)).limit(1).collect()
-    return str(row[0].asDict()) if row else ""
+def failing(expectation: Expectation) -> Column:
+    """Over flagged rows: true where ``expectation`` failed."""
+    return ~F.col(_FLAG + expectation.name)

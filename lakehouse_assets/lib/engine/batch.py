@@ -11,13 +11,12 @@ from pyspark.sql.types import ArrayType, StringType, StructType
 
 from lakehouse_assets.lib.declare.expectations import (
     FAILED_EXPECTATIONS,
-    expectation_counts,
-    first_failure,
     split_by_expectations,
     with_expectation_flags,
 )
 from lakehouse_assets.lib.declare.table import StreamingTable
 from lakehouse_assets.lib.engine import faults
+from lakehouse_assets.lib.engine.counting import expectation_counts, first_failure
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import BatchHandler
 from lakehouse_assets.lib.engine.report import ExpectationSplit, RunReport, sample_written
