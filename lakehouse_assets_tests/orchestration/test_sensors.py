@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.definitions import TABLES, build_definitions
+from lakehouse_assets.lib.orchestrate.definitions import AUTOMATION_SENSOR
 from lakehouse_assets.lib.orchestrate.stranded import RETRY_OF_TAG
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, kafka_subscriptions, landing_sources
@@ -124,7 +125,7 @@ def new_files(request: dg.RunRequest) -> int:
 def test_definitions_derive_one_sensor_and_job_per_landing_source() -> None:
     sources = landing_sources(TABLES)
     kafka = {kafka_sensor_name(s) for s in kafka_subscriptions(TABLES)}
-    assert {s.name for s in SENSORS} == {sensor_name(source) for source in sources} | kafka
+    assert {s.name for s in SENSORS} == {sensor_name(source) for source in sources} | kafka | {AUTOMATION_SENSOR}
     for sensor in SENSORS:
         # A Kafka sensor runs by default only where a broker was configured when defs loaded.
         assert sensor.default_status == dg.DefaultSensorStatus.RUNNING or sensor.name in kafka

@@ -26,6 +26,23 @@ from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import spark_resource
 
 
+AUTOMATION_SENSOR = "lakehouse_automation"
+
+
+def automation_sensor() -> dg.AutomationConditionSensorDefinition:
+    """Runs the assets of the code location that carry an ``automation_condition`` (a user's own
+    ``@dg.asset(automation_condition=dg.AutomationCondition.eager())`` downstream of a gold table),
+    on by default. The streaming tables carry none: their sensors and jobs run them, so this
+    sensor never becomes a second writer of a table."""
+    return dg.AutomationConditionSensorDefinition(
+        AUTOMATION_SENSOR,
+        target=dg.AssetSelection.all(),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=10,
+        description="Runs your own assets whose automation condition asks for it (e.g. eager, after a gold table updates).",
+    )
+
+
 def build_definitions(
     tables: Sequence[StreamingTable],
     paths: LakehousePaths | None = None,
@@ -37,7 +54,8 @@ def build_definitions(
 
     :param tables: the declared tables (for example ``collect_tables("my_pipeline.defs")``).
     :param paths: the data root (default: ``LAKEHOUSE_ROOT``, read now); checked first (:class:`RootUnusable`).
-    :param sensors: add one sensor per landing source and per Kafka subscription.
+    :param sensors: add one sensor per landing source and per Kafka subscription, and the
+        automation sensor for assets of your own (:func:`automation_sensor`).
     :param schedules: add nightly maintenance and the refresh_all schedule (off by default).
     """
     paths = paths or LakehousePaths.from_env()
@@ -52,6 +70,7 @@ def build_definitions(
         sensors=[
             *[build_landing_sensor(s, readers, ingest[s]) for s, readers in landing_sources(tables).items()],
             *[build_kafka_sensor(s, readers, from_kafka[s]) for s, readers in kafka_subscriptions(tables).items()],
+            automation_sensor(),
         ]
         if sensors
         else [],
