@@ -18,9 +18,16 @@ from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
     session = get_spark()
     yield session
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_spark(request: pytest.FixtureRequest) -> None:
+    """A test marked ``unit`` must not need a SparkSession (the marker's promise)."""
+    if request.node.get_closest_marker("unit") and "spark" in request.fixturenames:
+        pytest.fail("a unit test asked for a SparkSession: drop the unit marker or the session")
 
 
 @pytest.fixture

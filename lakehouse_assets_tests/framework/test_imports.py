@@ -11,6 +11,8 @@ import pytest
 
 from lakehouse_assets_tests.framework.test_architecture import REPO
 
+pytestmark = pytest.mark.unit
+
 LOADED = "import sys, json; {imports}; print(json.dumps(sorted(m for m in sys.modules if m.startswith('lakehouse_assets'))))"
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from lakehouse_assets.definitions import TABLES, build_definitions
 from lakehouse_assets.lib import LakehousePaths
 from lakehouse_assets.lib.orchestrate.definitions import AUTOMATION_SENSOR
+
+pytestmark = pytest.mark.unit
 
 
 @dg.asset(deps=["gold_hourly_revenue"], automation_condition=dg.AutomationCondition.eager())

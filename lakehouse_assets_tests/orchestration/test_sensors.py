@@ -13,14 +13,16 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.definitions import TABLES, build_definitions
+from lakehouse_assets.lib.engine.landing_names import expand_braces
 from lakehouse_assets.lib.orchestrate.definitions import AUTOMATION_SENSOR
-from lakehouse_assets.lib.orchestrate.stranded import RETRY_OF_TAG
-from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, kafka_subscriptions, landing_sources
 from lakehouse_assets.lib.orchestrate.kafka_sensor import kafka_sensor_name
-from lakehouse_assets.lib.engine.landing_names import expand_braces
 from lakehouse_assets.lib.orchestrate.landing import LandingCursor
+from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.sensors import SensorSettings, build_landing_sensor, sensor_name
+from lakehouse_assets.lib.orchestrate.stranded import RETRY_OF_TAG
+
+pytestmark = pytest.mark.unit
 
 defs = build_definitions()
 JOBS, SENSORS, SCHEDULES = list(defs.jobs or []), list(defs.sensors or []), list(defs.schedules or [])

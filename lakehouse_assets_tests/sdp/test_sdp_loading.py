@@ -15,6 +15,8 @@ from lakehouse_assets.lib.sdp.component import SparkPipelineComponent
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
 from lakehouse_assets.lib.settings import REPO_ROOT
 
+pytestmark = pytest.mark.unit
+
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders" / "spark-pipeline.yml"
 SPEC = "name: broken\nstorage: storage\nlibraries:\n  - glob:\n      include: transformations/**\n"
 

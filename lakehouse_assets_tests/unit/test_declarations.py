@@ -1,0 +1,110 @@
+"""Declarations refused before anything runs: each a DeclarationError (a LakehouseError) whose
+one sentence names the table and what to change. Spark-free: no session, no JVM."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from lakehouse_assets.lib import (
+    DeclarationError,
+    LakehouseError,
+    append_flow,
+    collect_tables,
+    kafka,
+    overwrite,
+    recompute,
+    static,
+    stream,
+    streaming_table,
+)
+from lakehouse_assets.lib.declare.table import Quarantine
+
+pytestmark = pytest.mark.unit
+
+
+def test_an_input_that_is_not_a_parameter() -> None:
+    with pytest.raises(DeclarationError, match=r"orders: inputs \['customers'\] are not parameters of the function"):
+
+        @streaming_table(group="g", inputs={"customers": static("customers")})
+        def orders(bronze):  # noqa: ANN001, ANN202 - never run
+            return bronze
+
+
+def test_a_recompute_table_reads_exactly_one_stream() -> None:
+    with pytest.raises(DeclarationError, match="exactly one Delta table as a stream or change feed"):
+
+        @streaming_table(group="g", sink=recompute(keys=["k"], reread_by="k"))
+        def totals(a, b):  # noqa: ANN001, ANN202
+            return a
+
+
+def test_an_overwrite_table_reads_snapshots_and_keeps_no_quarantine() -> None:
+    with pytest.raises(DeclarationError, match=r"overwrite table reads every input as a snapshot .* streaming inputs: \['a'\]"):
+
+        @streaming_table(group="g", sink=overwrite())
+        def snapshot(a):  # noqa: ANN001, ANN202
+            return a
+
+    with pytest.raises(DeclarationError, match="quarantine: snapshot_q"):
+
+        @streaming_table(group="g", sink=overwrite(), inputs={"a": static("a")}, quarantine=Quarantine("snapshot_q"))
+        def snapshot2(a):  # noqa: ANN001, ANN202
+            return a
+
+
+def test_flows_are_named_once_and_read_parameters_of_their_function() -> None:
+    with pytest.raises(DeclarationError, match="two flows are named 'eu'"):
+
+        @streaming_table(group="g", flows=[append_flow("eu", inputs={"a": stream("x")}), append_flow("eu", inputs={"a": stream("y")})])
+        def orders(a):  # noqa: ANN001, ANN202
+            return a
+
+    with pytest.raises(DeclarationError, match=r"flow 'us' inputs \['z'\] are not parameters"):
+
+        @streaming_table(group="g", flows=[append_flow("us", inputs={"z": stream("y")})])
+        def orders2(a):  # noqa: ANN001, ANN202
+            return a
+
+    with pytest.raises(DeclarationError, match="letters, digits"):
+        append_flow("eu orders", inputs={})
+
+
+def test_a_recompute_table_has_no_append_flows() -> None:
+    with pytest.raises(DeclarationError, match="cannot have append flows"):
+
+        @streaming_table(group="g", sink=recompute(keys=["k"], reread_by="k"), flows=[append_flow("f", inputs={"a": stream("b")})])
+        def totals(a):  # noqa: ANN001, ANN202
+            return a
+
+
+def test_kafka_takes_topics_or_a_pattern() -> None:
+    with pytest.raises(DeclarationError, match="give a topic .* or a pattern, not both and not neither"):
+        kafka()
+    with pytest.raises(DeclarationError):
+        kafka("events", pattern="ev.*")
+
+
+def test_two_tables_of_one_name_in_a_package() -> None:
+    package = types.ModuleType("two_of_a_name")
+    package.__path__ = []  # a package with no sub-modules
+
+    @streaming_table(group="g", name="orders")
+    def a(x):  # noqa: ANN001, ANN202
+        return x
+
+    @streaming_table(group="g", name="orders")
+    def b(x):  # noqa: ANN001, ANN202
+        return x
+
+    package.a, package.b = a, b
+    with pytest.raises(DeclarationError, match="two tables are named 'orders' in two_of_a_name"):
+        collect_tables(package)
+
+
+def test_every_error_of_the_framework_has_one_root() -> None:
+    from lakehouse_assets.lib import EngineUnavailable, ExpectationFailed, KafkaProblem, RootUnusable
+
+    for error in (DeclarationError, EngineUnavailable, ExpectationFailed, KafkaProblem, RootUnusable):
+        assert issubclass(error, LakehouseError)
