@@ -25,12 +25,12 @@ from lakehouse_assets.lib.declare.expectations import (
     expect_or_fail,
     expect_or_quarantine,
 )
-from lakehouse_assets.lib.declare.flows import Flow, append_flow
+from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 from lakehouse_assets.lib.declare.registry import collect_tables
 from lakehouse_assets.lib.declare.sinks import append, merge, overwrite, recompute, to_kafka
-from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable, streaming_table
+from lakehouse_assets.lib.declare.table import Quarantine, TableSpec, streaming_table
 from lakehouse_assets.lib.errors import (
     DeclarationError,
     EngineUnavailable,
@@ -65,20 +65,20 @@ def __dir__() -> list[str]:
 __all__ = [
     "IS_JSON_OBJECT",
     "RESCUED",
+    "AppendFlow",
     "DeclarationError",
     "EngineUnavailable",
     "Expectation",
     "ExpectationFailed",
-    "Flow",
     "KafkaProblem",
     "LakehouseError",
     "LakehousePaths",
     "LakehouseResource",
     "Quarantine",
     "RootUnusable",
-    "StreamingTable",
     "StreamingTableConfig",
     "TableCheck",
+    "TableSpec",
     "append",
     "append_flow",
     "auto_cdc",

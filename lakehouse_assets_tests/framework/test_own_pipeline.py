@@ -69,7 +69,7 @@ def test_a_pipeline_of_its_own_materializes_exactly_through_dagster(tmp_path: Pa
     paths = LakehousePaths(str(tmp_path / "root"))
     defs = build_definitions(collect_tables(PACKAGE), paths)
     assert {k.to_user_string() for k in defs.resolve_all_asset_keys()} == {"readings", "readings_quarantine", "meter_totals"}
-    assert {s.name for s in defs.sensors or []} == {"landing_readings_sensor"}
+    assert {s.name for s in defs.sensors or []} == {"landing_readings_sensor", "lakehouse_automation"}
     instance = dg.DagsterInstance.ephemeral()
     root = Path(paths.root)
     first = [reading(1, "a", 1.5), reading(2, "b", 2.0), "not json", "", reading(3, "a", None), "[1, 2]"]

@@ -25,7 +25,7 @@ _FLOW_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 @dataclass(frozen=True)
-class Flow:
+class AppendFlow:
     """A further stream into a table; :func:`append_flow` builds it."""
 
     name: str
@@ -33,7 +33,9 @@ class Flow:
     transform: Callable[..., DataFrame] | None = None
 
 
-def append_flow(name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None) -> Flow:
+def append_flow(
+    name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None
+) -> AppendFlow:
     """Declare one more flow into a table, checkpointed at ``checkpoints/<table>/flows/<name>``.
 
     :param name: the flow's name (letters, digits, ``_`` and ``-``), unique within its table.
@@ -44,4 +46,4 @@ def append_flow(name: str, *, inputs: dict[str, Input], transform: Callable[...,
     """
     if not _FLOW_NAME.match(name):
         raise DeclarationError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
-    return Flow(name, dict(inputs), transform)
+    return AppendFlow(name, dict(inputs), transform)

@@ -1,5 +1,5 @@
 """Collecting the tables a package declares, as Dagster's ``load_defs`` collects definitions:
-every module under the package is imported and every :class:`StreamingTable` it defines at
+every module under the package is imported and every :class:`TableSpec` it defines at
 module level is taken, once, in module order."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 from types import ModuleType
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
 
 
@@ -19,17 +19,17 @@ def _modules(package: ModuleType) -> list[ModuleType]:
     return found
 
 
-def collect_tables(package: ModuleType | str) -> list[StreamingTable]:
+def collect_tables(package: ModuleType | str) -> list[TableSpec]:
     """The streaming tables declared in ``package`` and its sub-modules.
 
     :param package: a package or its dotted name (for example ``"my_project.defs"``).
     :raises ValueError: two different tables declare the same name.
     """
     root = importlib.import_module(package) if isinstance(package, str) else package
-    tables: dict[str, StreamingTable] = {}
+    tables: dict[str, TableSpec] = {}
     for module in _modules(root):
         for value in vars(module).values():
-            if not isinstance(value, StreamingTable):
+            if not isinstance(value, TableSpec):
                 continue
             seen = tables.get(value.name)
             if seen is not None and seen is not value:

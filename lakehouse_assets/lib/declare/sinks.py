@@ -1,5 +1,6 @@
-"""How a table's micro-batches are written: three write modes, declared here, carried out by
-the engine (:mod:`lakehouse_assets.lib.engine.writes` and :mod:`~lakehouse_assets.lib.engine.recompute`).
+"""Where and how a table's micro-batches are written (its :class:`TableSink`): five write modes,
+declared here, carried out by the engine (:mod:`lakehouse_assets.lib.engine.writes`,
+:mod:`~lakehouse_assets.lib.engine.recompute` and :mod:`~lakehouse_assets.lib.engine.overwrite`).
 
 - :func:`append`: every row of every micro-batch is appended (bronze, sessions, attribution).
 - :func:`merge`: upsert on keys (deduplication, latest-wins).
@@ -19,17 +20,17 @@ from typing import Literal
 from pyspark.sql import DataFrame
 
 
-class Sink:
+class TableSink:
     """Base class of the write modes."""
 
 
 @dataclass(frozen=True)
-class AppendSink(Sink):
+class AppendSink(TableSink):
     """Append every row."""
 
 
 @dataclass(frozen=True)
-class MergeSink(Sink):
+class MergeSink(TableSink):
     """Upsert on ``keys``: ``ignore`` keeps the first row ever seen for a key (insert-only
     deduplication); ``update`` overwrites it, or only with a newer ``sequence_by`` when given."""
 
@@ -39,7 +40,7 @@ class MergeSink(Sink):
 
 
 @dataclass(frozen=True)
-class RecomputeSink(Sink):
+class RecomputeSink(TableSink):
     """Recompute the rows of the keys a micro-batch touches from the table's one streaming
     input, read whole (bounded by ``reread_by``), and replace them in one MERGE."""
 
@@ -54,7 +55,7 @@ class RecomputeSink(Sink):
 
 
 @dataclass(frozen=True)
-class OverwriteSink(Sink):
+class OverwriteSink(TableSink):
     """Recompute the function over its whole (static) inputs and overwrite the table, when any
     input's Delta version moved since the last run (``always``: every run, for a function that
     also reads files)."""
@@ -63,7 +64,7 @@ class OverwriteSink(Sink):
 
 
 @dataclass(frozen=True)
-class KafkaSink(Sink):
+class KafkaSink(TableSink):
     """Publish every row of every micro-batch to a Kafka topic as JSON (no Delta table)."""
 
     topic: str

@@ -21,9 +21,9 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, schema_unchanged
 from lakehouse_assets.lib.declare.expectations import Expectation
-from lakehouse_assets.lib.declare.flows import Flow
+from lakehouse_assets.lib.declare.flows import AppendFlow
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
-from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, OverwriteSink, RecomputeSink, Sink
+from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, OverwriteSink, RecomputeSink, TableSink
 from lakehouse_assets.lib.errors import DeclarationError
 
 OutputMode = Literal["append", "update", "complete"]
@@ -49,14 +49,14 @@ class Quarantine:
 
 
 @dataclass(frozen=True)
-class StreamingTable:
+class TableSpec:
     """A declared streaming table; :func:`streaming_table` builds it from a function."""
 
     name: str
     transform: Callable[..., DataFrame]
     group: str
     inputs: dict[str, Input]
-    sink: Sink = field(default_factory=AppendSink)
+    sink: TableSink = field(default_factory=AppendSink)
     expectations: list[Expectation] = field(default_factory=list)
     quarantine: Quarantine | None = None
     columns: list[str] | None = None
@@ -71,7 +71,7 @@ class StreamingTable:
     freshness: timedelta | None = None
     checks: list[TableCheck] = field(default_factory=list)
     priority: int = 0
-    flows: list[Flow] = field(default_factory=list)
+    flows: list[AppendFlow] = field(default_factory=list)
     flow: str | None = None
     """Which of the table's flows this is (see :meth:`flow_runs`); None: the table's own."""
 
@@ -107,7 +107,7 @@ class StreamingTable:
         """The checkpoint folder's name under ``checkpoints/``: the table's, or its flow's inside it."""
         return self.name if self.flow is None else f"{self.name}/flows/{self.flow}"
 
-    def flow_runs(self) -> list[StreamingTable]:
+    def flow_runs(self) -> list[TableSpec]:
         """The table's own flow, then one table per declared flow: same outputs, the flow's
         inputs and function, its own checkpoint."""
         own = replace(self, flows=[])
@@ -157,7 +157,7 @@ def _declared_inputs(fn: Callable[..., DataFrame], inputs: dict[str, Input] | No
     return {p: declared.get(p) or stream(p) for p in params}
 
 
-def _check_recompute(name: str, sink: Sink, inputs: dict[str, Input]) -> None:
+def _check_recompute(name: str, sink: TableSink, inputs: dict[str, Input]) -> None:
     streams = [p for p, i in inputs.items() if is_streaming(i)]
     if isinstance(sink, RecomputeSink) and (len(streams) != 1 or not isinstance(inputs[streams[0]], TableInput)):
         raise DeclarationError(
@@ -166,7 +166,7 @@ def _check_recompute(name: str, sink: Sink, inputs: dict[str, Input]) -> None:
         )
 
 
-def _check_overwrite(name: str, sink: Sink, inputs: dict[str, Input], quarantine: Quarantine | None) -> None:
+def _check_overwrite(name: str, sink: TableSink, inputs: dict[str, Input], quarantine: Quarantine | None) -> None:
     if not isinstance(sink, OverwriteSink):
         return
     streams = [p for p, i in inputs.items() if is_streaming(i)]
@@ -177,7 +177,7 @@ def _check_overwrite(name: str, sink: Sink, inputs: dict[str, Input], quarantine
         )
 
 
-def _check_flows(name: str, fn: Callable[..., DataFrame], sink: Sink, flows: list[Flow]) -> None:
+def _check_flows(name: str, fn: Callable[..., DataFrame], sink: TableSink, flows: list[AppendFlow]) -> None:
     if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
         raise DeclarationError(
             f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows"
@@ -200,7 +200,7 @@ def streaming_table(
     group: str,
     inputs: dict[str, Input] | None = None,
     name: str | None = None,
-    sink: Sink | None = None,
+    sink: TableSink | None = None,
     expectations: list[Expectation] | None = None,
     quarantine: Quarantine | None = None,
     columns: list[str] | None = None,
@@ -215,8 +215,8 @@ def streaming_table(
     freshness: timedelta | None = None,
     checks: list[TableCheck] | None = None,
     priority: int = 0,
-    flows: list[Flow] | None = None,
-) -> Callable[[Callable[..., DataFrame]], StreamingTable]:
+    flows: list[AppendFlow] | None = None,
+) -> Callable[[Callable[..., DataFrame]], TableSpec]:
     """Declare a streaming Delta table from a pure function of its input DataFrames.
 
     :param group: the Dagster asset group (``bronze``, ``silver``, ``gold``).
@@ -244,14 +244,14 @@ def streaming_table(
         checkpoint; every run runs the table's own query, then each flow's.
     """
 
-    def decorate(fn: Callable[..., DataFrame]) -> StreamingTable:
+    def decorate(fn: Callable[..., DataFrame]) -> TableSpec:
         table_name = name or fn.__name__
         declared = _declared_inputs(fn, inputs)
         chosen_sink = sink or AppendSink()
         _check_recompute(table_name, chosen_sink, declared)
         _check_overwrite(table_name, chosen_sink, declared, quarantine)
         _check_flows(table_name, fn, chosen_sink, list(flows or []))
-        return StreamingTable(
+        return TableSpec(
             name=table_name,
             transform=fn,
             group=group,

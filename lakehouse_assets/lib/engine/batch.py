@@ -14,7 +14,7 @@ from lakehouse_assets.lib.declare.expectations import (
     split_by_expectations,
     with_expectation_flags,
 )
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.counting import expectation_counts, first_failure
 from lakehouse_assets.lib.engine.ledger import BatchLedger
@@ -36,13 +36,13 @@ class PreparedQuery:
     handler: BatchHandler
 
 
-def quarantine_columns(table: StreamingTable, df: DataFrame) -> list[str]:
+def quarantine_columns(table: TableSpec, df: DataFrame) -> list[str]:
     q = table.quarantine
     assert q is not None
     return q.columns or table.columns or [c for c in df.columns if not c.startswith("__lh_")]
 
 
-def quarantine_schema(table: StreamingTable, df: DataFrame) -> StructType | None:
+def quarantine_schema(table: TableSpec, df: DataFrame) -> StructType | None:
     """The quarantine table's schema for rows like ``df`` (None: the table has no quarantine)."""
     if table.quarantine is None:
         return None
@@ -50,7 +50,7 @@ def quarantine_schema(table: StreamingTable, df: DataFrame) -> StructType | None
     return schema.add(FAILED_EXPECTATIONS, ArrayType(StringType())) if table.quarantine.with_failures else schema
 
 
-def evaluate_expectations(table: StreamingTable, flagged: DataFrame, report: RunReport) -> ExpectationSplit:
+def evaluate_expectations(table: TableSpec, flagged: DataFrame, report: RunReport) -> ExpectationSplit:
     """Count each expectation's failures into the report, fail the query on a violated
     ``fail`` expectation, and split the rows (one pass over ``flagged``: the counts)."""
     expectations = table.expectations
@@ -72,7 +72,7 @@ def evaluate_expectations(table: StreamingTable, flagged: DataFrame, report: Run
 
 def write_quarantine(
     paths: LakehousePaths,
-    table: StreamingTable,
+    table: TableSpec,
     split: ExpectationSplit,
     source: DataFrame,
     app_id: str,
@@ -93,7 +93,7 @@ def write_quarantine(
     return split.quarantined_rows
 
 
-def publisher(table: StreamingTable, rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
+def publisher(table: TableSpec, rows: DataFrame) -> Callable[[DataFrame], DataFrame]:
     """Turns the function's kept rows into the table's rows: ``publish``, else select ``columns``
     (default: every column of ``rows`` but the framework's own)."""
     columns = table.columns or [c for c in rows.columns if not c.startswith("__lh_")]
@@ -103,7 +103,7 @@ def publisher(table: StreamingTable, rows: DataFrame) -> Callable[[DataFrame], D
 def prepare_batches(
     spark: SparkSession,
     paths: LakehousePaths,
-    table: StreamingTable,
+    table: TableSpec,
     inputs: dict[str, DataFrame],
     ledger: BatchLedger,
     app_id: str,

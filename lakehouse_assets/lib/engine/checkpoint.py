@@ -9,17 +9,17 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 
 
-def query_checkpoint(paths: LakehousePaths, table: StreamingTable) -> str:
+def query_checkpoint(paths: LakehousePaths, table: TableSpec) -> str:
     return f"{paths.checkpoint(table.checkpoint_name)}/query"
 
 
-def app_id(paths: LakehousePaths, table: StreamingTable) -> str:
+def app_id(paths: LakehousePaths, table: TableSpec) -> str:
     """Identity of the table's checkpoint: new after a full refresh, stable across restarts,
     so Delta's txnVersion dedup never skips a batch of a rebuilt table."""
     path = f"{paths.checkpoint(table.checkpoint_name)}/app_id"
@@ -31,7 +31,7 @@ def app_id(paths: LakehousePaths, table: StreamingTable) -> str:
 
 
 def ensure_table(
-    spark: SparkSession, paths: LakehousePaths, name: str, schema: StructType, table: StreamingTable, main: bool
+    spark: SparkSession, paths: LakehousePaths, name: str, schema: StructType, table: TableSpec, main: bool
 ) -> None:
     """Create the Delta table ``name`` (the table itself when ``main``, else its quarantine)
     with change data feed on, unless it exists."""
@@ -51,7 +51,7 @@ def ensure_table(
         raise LakehouseError(f"{name}: creating the Delta table at {path} left no commit in its log; check the storage")
 
 
-def full_refresh(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Callable[[str], None]) -> None:
+def full_refresh(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Callable[[str], None]) -> None:
     """Forget the checkpoint and empty the outputs; keeping the tables' identity lets
     downstream change-feed readers see the rebuild as deletes and inserts."""
     log(f"{table.name}: full refresh: resetting checkpoint and emptying {table.outputs}")
@@ -62,7 +62,7 @@ def full_refresh(spark: SparkSession, paths: LakehousePaths, table: StreamingTab
             delta_sql.delete_all_rows(spark, path)
 
 
-def guard_checkpoint(spark: SparkSession, paths: LakehousePaths, table: StreamingTable) -> None:
+def guard_checkpoint(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> None:
     """Refuse to restart from nothing into a table that already holds rows: without its
     checkpoint the query would re-read every input and duplicate data. A further flow
     (``append_flow``) starting from nothing is a flow just added: it reads its input from its

@@ -8,7 +8,7 @@ import json
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.settings import LakehousePaths, current
@@ -35,7 +35,7 @@ def idle_stream_input(offsets: list[str], committed: bool, latest_version: int |
     )
 
 
-def idle_input(spark: SparkSession, paths: LakehousePaths, table: StreamingTable) -> str | None:
+def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> str | None:
     """The input of a table whose query would find nothing new, else None. Only for tables
     that read exactly one Delta table as a stream or change feed (plus any static inputs),
     keep no state, and whose outputs exist; everything else always runs its query."""

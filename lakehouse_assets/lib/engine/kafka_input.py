@@ -22,7 +22,7 @@ from lakehouse_assets.lib.brokers.kafka_offsets import (
 )
 from lakehouse_assets.lib.declare.inputs import KafkaInput
 from lakehouse_assets.lib.declare.sinks import KafkaSink
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.errors import LakehouseError
@@ -39,7 +39,7 @@ def kafka_servers(source: KafkaInput | KafkaSink) -> str:
     return source.bootstrap_servers or current().kafka_bootstrap
 
 
-def with_sink_brokers(table: StreamingTable) -> StreamingTable:
+def with_sink_brokers(table: TableSpec) -> TableSpec:
     """The table with its Kafka sink's brokers resolved here, where the run's settings are (the
     micro-batches may run in another process), after checking that one answers.
 
@@ -55,7 +55,7 @@ def with_sink_brokers(table: StreamingTable) -> StreamingTable:
     return replace(table, sink=replace(sink, bootstrap_servers=servers))
 
 
-def read_kafka(spark: SparkSession, source: KafkaInput, table: StreamingTable) -> DataFrame:
+def read_kafka(spark: SparkSession, source: KafkaInput, table: TableSpec) -> DataFrame:
     """The topic's messages as rows shaped like landed lines (see :func:`~lakehouse_assets.lib.declare.inputs.kafka`)."""
     reader = (
         spark.readStream.format("kafka")
@@ -81,7 +81,7 @@ def read_kafka(spark: SparkSession, source: KafkaInput, table: StreamingTable) -
     )
 
 
-def require_servers(source: KafkaInput, table: StreamingTable) -> str:
+def require_servers(source: KafkaInput, table: TableSpec) -> str:
     servers = kafka_servers(source)
     if not servers:
         raise LakehouseError(
@@ -91,7 +91,7 @@ def require_servers(source: KafkaInput, table: StreamingTable) -> str:
     return servers
 
 
-def committed_position(paths: LakehousePaths, table: StreamingTable) -> dict[tuple[str, int], int] | None:
+def committed_position(paths: LakehousePaths, table: TableSpec) -> dict[tuple[str, int], int] | None:
     """The offsets the flow's checkpoint has committed (the next ones to read); None before its
     first committed batch."""
     query = query_checkpoint(paths, table)
@@ -102,7 +102,7 @@ def committed_position(paths: LakehousePaths, table: StreamingTable) -> dict[tup
     return committed_offsets(text.strip().splitlines())
 
 
-def check_kafka_inputs(paths: LakehousePaths, table: StreamingTable, log: Callable[[str], None]) -> str | None:
+def check_kafka_inputs(paths: LakehousePaths, table: TableSpec, log: Callable[[str], None]) -> str | None:
     """Check the flow's Kafka inputs before its query starts; the topics when none has anything
     new for a flow that reads only Kafka (the query would find nothing), else None.
 

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.declare.expectations import with_expectation_flags
 from lakehouse_assets.lib.declare.inputs import TableInput
 from lakehouse_assets.lib.declare.sinks import OverwriteSink
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, faults, storage
 from lakehouse_assets.lib.engine.batch import evaluate_expectations, publisher
 from lakehouse_assets.lib.engine.checkpoint import ensure_table
@@ -27,18 +27,18 @@ from lakehouse_assets.lib.engine.report import RunReport, sample_written
 from lakehouse_assets.lib.settings import LakehousePaths
 
 
-def _state_file(paths: LakehousePaths, table: StreamingTable) -> str:
+def _state_file(paths: LakehousePaths, table: TableSpec) -> str:
     return f"{paths.checkpoint(table.checkpoint_name)}/input_versions.json"
 
 
-def input_versions(paths: LakehousePaths, table: StreamingTable) -> dict[str, int | None]:
+def input_versions(paths: LakehousePaths, table: TableSpec) -> dict[str, int | None]:
     """The current Delta version of every table the function reads (from the logs: no Spark)."""
     names = sorted({i.table for i in table.inputs.values() if isinstance(i, TableInput)})
     return {name: delta_log.delta_version(paths.table(name)) for name in names}
 
 
 def run_overwrite(
-    spark: SparkSession, paths: LakehousePaths, table: StreamingTable, report: RunReport, log: Callable[[str], None]
+    spark: SparkSession, paths: LakehousePaths, table: TableSpec, report: RunReport, log: Callable[[str], None]
 ) -> None:
     """Bring the table up to date by recomputing it whole, unless no input moved."""
     versions = input_versions(paths, table)

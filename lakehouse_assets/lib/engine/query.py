@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.errors import short_error
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.errors import LakehouseError
@@ -19,7 +19,7 @@ BatchHandler = Callable[[DataFrame, int], None]
 
 def run_query(
     stream: DataFrame,
-    table: StreamingTable,
+    table: TableSpec,
     handler: BatchHandler,
     checkpoint: str,
     report: RunReport,
@@ -37,7 +37,7 @@ def run_query(
     await_query(query, table, report, log)
 
 
-def await_query(query: Any, table: StreamingTable, report: RunReport, log: Callable[[str], None]) -> None:
+def await_query(query: Any, table: TableSpec, report: RunReport, log: Callable[[str], None]) -> None:
     seen = -1
 
     def log_progress() -> None:

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput, TableInput
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.errors import LakehouseError
@@ -87,7 +87,7 @@ def read_table(spark: SparkSession, paths: LakehousePaths, source: TableInput, r
     return df
 
 
-def read_inputs(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Log) -> dict[str, DataFrame]:
+def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> dict[str, DataFrame]:
     """Each parameter of the table's function and the DataFrame it reads."""
     frames = {}
     for param, source in table.inputs.items():

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.expectations import split_by_expectations, with_expectation_flags
 from lakehouse_assets.lib.declare.sinks import RecomputeSink
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.batch import PreparedQuery, evaluate_expectations, quarantine_schema, write_quarantine
 from lakehouse_assets.lib.engine.ledger import BatchLedger
@@ -75,7 +75,7 @@ def recompute_keys(
 def prepare_recompute(
     spark: SparkSession,
     paths: LakehousePaths,
-    table: StreamingTable,
+    table: TableSpec,
     inputs: dict[str, DataFrame],
     ledger: BatchLedger,
     app_id: str,

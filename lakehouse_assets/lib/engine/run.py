@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
 from lakehouse_assets.lib.declare.sinks import KafkaSink, OverwriteSink, RecomputeSink
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
 from lakehouse_assets.lib.engine.checkpoint import (
@@ -39,7 +39,7 @@ Log = Callable[[str], None]
 def run_table(
     spark: SparkSession,
     paths: LakehousePaths,
-    table: StreamingTable,
+    table: TableSpec,
     *,
     full_refresh_first: bool = False,
     log: Log | None = None,
@@ -68,7 +68,7 @@ def run_table(
         return report
 
 
-def _landing_warnings(paths: LakehousePaths, table: StreamingTable) -> list[str]:
+def _landing_warnings(paths: LakehousePaths, table: TableSpec) -> list[str]:
     """A sentence per landing input whose folder holds complete entries it will not read."""
     warnings = []
     for source in (i for i in table.inputs.values() if isinstance(i, LandingInput)):
@@ -79,7 +79,7 @@ def _landing_warnings(paths: LakehousePaths, table: StreamingTable) -> list[str]
     return warnings
 
 
-def _run(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log: Log) -> RunReport:
+def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> RunReport:
     started = time.monotonic()
     report = RunReport(table.name)
     for flow in table.flow_runs():
@@ -88,7 +88,7 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: StreamingTable, log:
     return report
 
 
-def _unconfigured_kafka(flow: StreamingTable) -> list[str]:
+def _unconfigured_kafka(flow: TableSpec) -> list[str]:
     """The Kafka inputs, and sink, of the flow that have no broker to go to."""
     missing = [i.described for i in flow.inputs.values() if isinstance(i, KafkaInput) and not kafka_servers(i)]
     if isinstance(flow.sink, KafkaSink) and not kafka_servers(flow.sink):
@@ -96,7 +96,7 @@ def _unconfigured_kafka(flow: StreamingTable) -> list[str]:
     return missing
 
 
-def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: StreamingTable, report: RunReport, log: Log) -> None:
+def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
     unconfigured = _unconfigured_kafka(flow) if flow.flow is not None or not flow.writes_delta else []
     if unconfigured:

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
-from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, MergeSink, Sink
+from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, MergeSink, TableSink
 from lakehouse_assets.lib.engine import delta_sql
 
 DELETE_FLAG = "__lh_delete"
@@ -99,7 +99,7 @@ def publish_batch(sink: KafkaSink, batch: DataFrame) -> None:
     )
 
 
-def write_batch(sink: Sink, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
+def write_batch(sink: TableSink, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
     """Write one micro-batch with an append or merge sink; returns the rows written.
     ``rows``: the batch's row count when the caller already knows it (saves a pass)."""
     if isinstance(sink, MergeSink):

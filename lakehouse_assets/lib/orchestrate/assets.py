@@ -10,7 +10,7 @@ import dagster as dg
 from dagster_pyspark import LazyPySparkResource
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, RootUnusable
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
@@ -23,7 +23,7 @@ from lakehouse_assets.lib.spark.session import SparkResource
 KINDS = {"spark", "delta"}
 
 
-def _code_reference(table: StreamingTable) -> dg.CodeReferencesMetadataValue:
+def _code_reference(table: TableSpec) -> dg.CodeReferencesMetadataValue:
     # A function object, or a callable saying where it was declared (a pipeline's dataset).
     fn = inspect.unwrap(table.transform)
     file, line = getattr(fn, "defined_at", None) or (inspect.getsourcefile(fn) or "", inspect.getsourcelines(fn)[1])
@@ -40,7 +40,7 @@ def _code_reference(table: StreamingTable) -> dg.CodeReferencesMetadataValue:
         )
 
 
-def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
+def _specs(table: TableSpec, paths: LakehousePaths) -> list[dg.AssetSpec]:
     def spec(key: str, description: str | None, metadata: dict[str, Any]) -> dg.AssetSpec:
         return dg.AssetSpec(
             key=key,
@@ -76,7 +76,7 @@ def _specs(table: StreamingTable, paths: LakehousePaths) -> list[dg.AssetSpec]:
     return specs
 
 
-def _check_specs(table: StreamingTable) -> list[dg.AssetCheckSpec]:
+def _check_specs(table: TableSpec) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec(
             name=check.name,
@@ -88,7 +88,7 @@ def _check_specs(table: StreamingTable) -> list[dg.AssetCheckSpec]:
     ]
 
 
-def _previous_metadata(instance: dg.DagsterInstance, table: StreamingTable) -> dict[str, dict[str, Any]]:
+def _previous_metadata(instance: dg.DagsterInstance, table: TableSpec) -> dict[str, dict[str, Any]]:
     """The metadata each output's last materialization recorded (empty when never materialized)."""
     previous: dict[str, dict[str, Any]] = {}
     for name in table.outputs:
@@ -98,7 +98,7 @@ def _previous_metadata(instance: dg.DagsterInstance, table: StreamingTable) -> d
 
 
 def _previous_checks(
-    instance: dg.DagsterInstance, table: StreamingTable, selected: frozenset[str]
+    instance: dg.DagsterInstance, table: TableSpec, selected: frozenset[str]
 ) -> dict[str, dict[str, Any]]:
     """The last completed evaluation of each selected full-table check (its metadata says which
     table versions it saw, so an unchanged pair need not be scanned again)."""
@@ -116,7 +116,7 @@ def _previous_checks(
     return previous
 
 
-def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcome) -> dg.AssetCheckResult:
+def _check_result(table: TableSpec, check: TableCheck, outcome: CheckOutcome) -> dg.AssetCheckResult:
     severity = dg.AssetCheckSeverity.ERROR if check.severity == "ERROR" else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(
         asset_key=table.name,
@@ -127,9 +127,7 @@ def _check_result(table: StreamingTable, check: TableCheck, outcome: CheckOutcom
     )
 
 
-def build_table_asset(
-    table: StreamingTable, paths: LakehousePaths, tables: Sequence[StreamingTable] = ()
-) -> dg.AssetsDefinition:
+def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[TableSpec] = ()) -> dg.AssetsDefinition:
     """One Dagster multi-asset per streaming table: the table and its quarantine table.
 
     :param tables: every declared table, to name a lookup input whose feed last failed.
@@ -223,5 +221,5 @@ def build_table_asset(
     return _materialize
 
 
-def build_table_assets(tables: Sequence[StreamingTable], paths: LakehousePaths) -> list[dg.AssetsDefinition]:
+def build_table_assets(tables: Sequence[TableSpec], paths: LakehousePaths) -> list[dg.AssetsDefinition]:
     return [build_table_asset(t, paths, tables) for t in tables]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.orchestrate.assets import build_table_assets
 from lakehouse_assets.lib.orchestrate.jobs import (
     build_ingest_jobs,
@@ -24,7 +24,6 @@ from lakehouse_assets.lib.orchestrate.schedules import build_maintenance_schedul
 from lakehouse_assets.lib.orchestrate.sensors import build_landing_sensor
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import spark_resource
-
 
 AUTOMATION_SENSOR = "lakehouse_automation"
 
@@ -44,7 +43,7 @@ def automation_sensor() -> dg.AutomationConditionSensorDefinition:
 
 
 def build_definitions(
-    tables: Sequence[StreamingTable],
+    tables: Sequence[TableSpec],
     paths: LakehousePaths | None = None,
     *,
     sensors: bool = True,

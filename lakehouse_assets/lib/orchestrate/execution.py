@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
 from lakehouse_assets.lib.engine.report import RunReport
@@ -58,7 +58,7 @@ class TableRequest:
 
 
 def _previous_state(
-    previous: dict[str, dict[str, Any]], table: StreamingTable
+    previous: dict[str, dict[str, Any]], table: TableSpec
 ) -> tuple[dict[str, int], dict[str, str] | None]:
     """Delta versions and schema recorded by each output's last materialization."""
     versions = {name: int(m["delta_version"].value) for name, m in previous.items() if "delta_version" in m}
@@ -81,7 +81,7 @@ def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
 def _materializations(
     session: SparkSession,
     paths: LakehousePaths,
-    table: StreamingTable,
+    table: TableSpec,
     request: TableRequest,
     log: Callable[[str], None],
 ) -> tuple[RunReport, list[Materialized]]:
@@ -142,7 +142,7 @@ def retrying(
 def table_events(
     session: SparkSession,
     paths: LakehousePaths,
-    table: StreamingTable,
+    table: TableSpec,
     request: TableRequest,
     log: Callable[[str], None],
     warn: Callable[[str], None] | None = None,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from lakehouse_assets.lib.declare.inputs import LandingInput
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -20,23 +20,23 @@ KAFKA_TAG = "lakehouse/kafka_subscription"
 TRIGGER_TAG = "lakehouse/trigger"
 
 
-def landing_sources(tables: Sequence[StreamingTable]) -> dict[str, list[StreamingTable]]:
+def landing_sources(tables: Sequence[TableSpec]) -> dict[str, list[TableSpec]]:
     """Each landing source and the tables that read it, in declaration order."""
-    sources: dict[str, list[StreamingTable]] = {}
+    sources: dict[str, list[TableSpec]] = {}
     for table in tables:
         for source in table.landing_sources:
             sources.setdefault(source, []).append(table)
     return sources
 
 
-def landing_globs(tables: Sequence[StreamingTable], source: str) -> list[str]:
+def landing_globs(tables: Sequence[TableSpec], source: str) -> list[str]:
     """The file name patterns the tables reading ``source`` actually read."""
     return sorted(
         {i.glob for t in tables for i in t.inputs.values() if isinstance(i, LandingInput) and i.source == source}
     )
 
 
-def downstream_of(tables: Sequence[StreamingTable], readers: Sequence[StreamingTable]) -> list[StreamingTable]:
+def downstream_of(tables: Sequence[TableSpec], readers: Sequence[TableSpec]) -> list[TableSpec]:
     """``readers`` and every table that streams from one of them, transitively.
 
     A static (lookup) input is not followed: a new lookup row changes nothing already written,
@@ -52,17 +52,17 @@ def downstream_of(tables: Sequence[StreamingTable], readers: Sequence[StreamingT
     return [t for t in tables if t.name in chosen]
 
 
-def fed_by(tables: Sequence[StreamingTable], source: str) -> list[StreamingTable]:
+def fed_by(tables: Sequence[TableSpec], source: str) -> list[TableSpec]:
     """The tables reading landing ``source`` and every table that streams from one of them."""
     return downstream_of(tables, [t for t in tables if source in t.landing_sources])
 
 
-def asset_keys(tables: Sequence[StreamingTable]) -> list[dg.AssetKey]:
+def asset_keys(tables: Sequence[TableSpec]) -> list[dg.AssetKey]:
     """The asset keys of the tables, each with its quarantine table."""
     return [dg.AssetKey(key) for t in tables for key in t.outputs]
 
 
-def source_selection(tables: Sequence[StreamingTable], source: str) -> dg.AssetSelection:
+def source_selection(tables: Sequence[TableSpec], source: str) -> dg.AssetSelection:
     """The tables fed by ``source`` (:func:`fed_by`), with their quarantine tables and checks."""
     return dg.AssetSelection.assets(*asset_keys(fed_by(tables, source)))
 
@@ -71,7 +71,7 @@ def ingest_job_name(source: str) -> str:
     return f"ingest_{source}"
 
 
-def build_ingest_jobs(tables: Sequence[StreamingTable]) -> dict[str, UnresolvedAssetJobDefinition]:
+def build_ingest_jobs(tables: Sequence[TableSpec]) -> dict[str, UnresolvedAssetJobDefinition]:
     return {
         source: dg.define_asset_job(
             name=ingest_job_name(source),
@@ -88,9 +88,9 @@ def build_ingest_jobs(tables: Sequence[StreamingTable]) -> dict[str, UnresolvedA
     }
 
 
-def kafka_subscriptions(tables: Sequence[StreamingTable]) -> dict[str, list[StreamingTable]]:
+def kafka_subscriptions(tables: Sequence[TableSpec]) -> dict[str, list[TableSpec]]:
     """Each subscription (topics, or a pattern) and the tables that read it."""
-    found: dict[str, list[StreamingTable]] = {}
+    found: dict[str, list[TableSpec]] = {}
     for table in tables:
         for described in dict.fromkeys(i.described for i in table.kafka_inputs):
             found.setdefault(described, []).append(table)
@@ -101,7 +101,7 @@ def kafka_job_name(subscription: str) -> str:
     return "ingest_kafka_" + re.sub(r"[^A-Za-z0-9_]+", "_", subscription).strip("_")
 
 
-def build_kafka_jobs(tables: Sequence[StreamingTable]) -> dict[str, UnresolvedAssetJobDefinition]:
+def build_kafka_jobs(tables: Sequence[TableSpec]) -> dict[str, UnresolvedAssetJobDefinition]:
     return {
         subscription: dg.define_asset_job(
             name=kafka_job_name(subscription),

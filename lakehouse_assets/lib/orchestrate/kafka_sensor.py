@@ -19,7 +19,7 @@ import dagster as dg
 
 from lakehouse_assets.lib.brokers.kafka_offsets import pending, topic_offsets
 from lakehouse_assets.lib.declare.inputs import KafkaInput
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.kafka_input import committed_position, kafka_servers
 from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG, kafka_job_name
@@ -35,7 +35,7 @@ def kafka_sensor_name(subscription: str) -> str:
     return kafka_job_name(subscription).replace("ingest_", "", 1) + "_sensor"
 
 
-def _reading_flows(readers: Sequence[StreamingTable], subscription: str) -> list[tuple[StreamingTable, KafkaInput]]:
+def _reading_flows(readers: Sequence[TableSpec], subscription: str) -> list[tuple[TableSpec, KafkaInput]]:
     return [
         (flow, source)
         for table in readers
@@ -46,7 +46,7 @@ def _reading_flows(readers: Sequence[StreamingTable], subscription: str) -> list
 
 
 def build_kafka_sensor(
-    subscription: str, readers: Sequence[StreamingTable], job: UnresolvedAssetJobDefinition
+    subscription: str, readers: Sequence[TableSpec], job: UnresolvedAssetJobDefinition
 ) -> dg.SensorDefinition:
     flows = _reading_flows(readers, subscription)
 

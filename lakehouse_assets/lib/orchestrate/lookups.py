@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 
 if TYPE_CHECKING:  # Dagster does not export its error record type by name
     from dagster._utils.error import SerializableErrorInfo
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # Dagster does not export its error record type by name
 RUNS_LOOKED_AT = 20
 
 
-def lookup_feeds(table: StreamingTable, tables: Sequence[StreamingTable]) -> dict[str, list[str]]:
+def lookup_feeds(table: TableSpec, tables: Sequence[TableSpec]) -> dict[str, list[str]]:
     """Each lookup input of ``table`` with the tables that feed it (itself first, then upstream)."""
     owner = {key: t for t in tables for key in t.outputs}
     feeds: dict[str, list[str]] = {}

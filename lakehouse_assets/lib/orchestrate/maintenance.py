@@ -18,7 +18,7 @@ import dagster as dg
 from dagster_pyspark import LazyPySparkResource
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.settings import LakehousePaths
@@ -90,7 +90,7 @@ def maintenance_job_name(table: str) -> str:
     return f"maintain_{table}"
 
 
-def build_maintenance_job(table: StreamingTable) -> dg.JobDefinition:
+def build_maintenance_job(table: TableSpec) -> dg.JobDefinition:
     @dg.op(
         name=f"optimize_vacuum_{table.name}",
         pool=f"lakehouse/{table.name}",
@@ -150,5 +150,5 @@ def build_maintenance_job(table: StreamingTable) -> dg.JobDefinition:
     return _job
 
 
-def build_maintenance_jobs(tables: Sequence[StreamingTable]) -> dict[str, dg.JobDefinition]:
+def build_maintenance_jobs(tables: Sequence[TableSpec]) -> dict[str, dg.JobDefinition]:
     return {t.name: build_maintenance_job(t) for t in tables if t.writes_delta}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, asset_keys, fed_by, landing_sources
 from lakehouse_assets.lib.orchestrate.maintenance import MAINTENANCE_TAG, maintenance_job_name
 from lakehouse_assets.lib.settings import current
@@ -50,7 +50,7 @@ def build_maintenance_schedules(jobs: Mapping[str, dg.JobDefinition]) -> list[dg
     return schedules
 
 
-def refresh_requests(tables: Sequence[StreamingTable], run_key: str) -> list[dg.RunRequest]:
+def refresh_requests(tables: Sequence[TableSpec], run_key: str) -> list[dg.RunRequest]:
     """One run per landing source over the tables it feeds (:func:`fed_by`), and one for any
     table no source feeds: a broken customers file then fails the customers run only, and the
     events chain still runs, joining the last good customers version."""
@@ -68,9 +68,7 @@ def refresh_requests(tables: Sequence[StreamingTable], run_key: str) -> list[dg.
     return requests
 
 
-def build_refresh_schedule(
-    job: UnresolvedAssetJobDefinition, tables: Sequence[StreamingTable]
-) -> dg.ScheduleDefinition:
+def build_refresh_schedule(job: UnresolvedAssetJobDefinition, tables: Sequence[TableSpec]) -> dg.ScheduleDefinition:
     @dg.schedule(
         name="refresh_all_schedule",
         job=job,

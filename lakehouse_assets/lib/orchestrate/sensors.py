@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lakehouse_assets.lib.declare.table import StreamingTable
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
 from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, scan
@@ -97,7 +97,7 @@ def in_flight_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.Dags
 
 def build_landing_sensor(
     source: str,
-    tables: Sequence[StreamingTable],
+    tables: Sequence[TableSpec],
     job: "UnresolvedAssetJobDefinition",
     settings: SensorSettings | None = None,
     clock: Callable[[], float] = time.time,

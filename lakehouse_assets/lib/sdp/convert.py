@@ -25,12 +25,10 @@ from pyspark.pipelines.output import MaterializedView, Output, Sink, TemporaryVi
 from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
 
 from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
-from lakehouse_assets.lib.declare.flows import Flow as TableFlow
-from lakehouse_assets.lib.declare.flows import append_flow
+from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stream
-from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, recompute
-from lakehouse_assets.lib.declare.sinks import Sink as TableSink
-from lakehouse_assets.lib.declare.table import Quarantine, StreamingTable
+from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, TableSink, recompute
+from lakehouse_assets.lib.declare.table import Quarantine, TableSpec
 from lakehouse_assets.lib.dp import expectations_of
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.cdc import cdc_sink
@@ -105,17 +103,17 @@ class Converter:
         inputs: dict[str, Input],
         queries: list[Flow],
         transform: PipelineQuery,
-        flows: list[TableFlow] | None = None,
+        flows: list[AppendFlow] | None = None,
         flow: str | None = None,
         key_checks: list[TableCheck] | None = None,
-    ) -> StreamingTable:
+    ) -> TableSpec:
         """The table of ``output``; its expectations are those of the functions of ``queries``;
         ``flows`` its further flows, ``flow`` the name of its own (None: named like the table);
         ``key_checks`` what its declared keys promise."""
         expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
         quarantined = any(e.action == "quarantine" for e in expectations)
         kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
-        return StreamingTable(
+        return TableSpec(
             name=output.name,
             transform=transform,
             group=self.group,
@@ -132,7 +130,7 @@ class Converter:
             flow=flow,
         )
 
-    def materialized_view(self, output: MaterializedView) -> StreamingTable:
+    def materialized_view(self, output: MaterializedView) -> TableSpec:
         flows = self.graph.flows_into(output.name)
         if len(flows) != 1:
             raise DeclarationError(
@@ -167,7 +165,7 @@ class Converter:
             inputs, sink, key_checks = found.declared(), OverwriteSink(always=bool(found.files)), []
         return self.table(output, sink, inputs, flows, transform=self.query(flows[0], found), key_checks=key_checks)
 
-    def cdc_table(self, output: SdpStreamingTable) -> StreamingTable:
+    def cdc_table(self, output: SdpStreamingTable) -> TableSpec:
         (flow,) = self.graph.cdc_into(output.name)
         place = where(flow.source_code_location)
         source = self.graph.outputs.get(flow.source)
@@ -196,7 +194,7 @@ class Converter:
         keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
         return self.table(output, sink, found.declared(), [], transform=transform, key_checks=[keyed])
 
-    def streaming_table(self, output: SdpStreamingTable) -> StreamingTable:
+    def streaming_table(self, output: SdpStreamingTable) -> TableSpec:
         cdc, flows = self.graph.cdc_into(output.name), self.graph.flows_into(output.name)
         place = where(output.source_code_location)
         if cdc:
@@ -236,14 +234,14 @@ class Converter:
             flow=own_flow,
         )
 
-    def tables(self) -> list[StreamingTable]:
+    def tables(self) -> list[TableSpec]:
         flows: list[Any] = [*self.graph.flows, *self.graph.cdc_flows]
         for flow in flows:
             if flow.target not in self.graph.outputs:
                 raise DeclarationError(
                     f"{where(flow.source_code_location)}: flow {flow.name} targets {flow.target}, which is not defined"
                 )
-        tables: list[StreamingTable] = []
+        tables: list[TableSpec] = []
         for output in self.graph.outputs.values():
             if isinstance(output, Sink):
                 raise DeclarationError(
@@ -262,7 +260,7 @@ def _at(element: object) -> tuple[str, int]:
     return location.filename, location.line_number or 1
 
 
-def _refuse_cycles(tables: list[StreamingTable]) -> None:
+def _refuse_cycles(tables: list[TableSpec]) -> None:
     reads = {t.name: set(t.upstream_tables) for t in tables}
 
     def visit(name: str, path: tuple[str, ...]) -> None:
@@ -276,6 +274,6 @@ def _refuse_cycles(tables: list[StreamingTable]) -> None:
         visit(name, ())
 
 
-def pipeline_tables(spec_path: Path) -> list[StreamingTable]:
+def pipeline_tables(spec_path: Path) -> list[TableSpec]:
     """The tables of the pipeline whose spec is ``spec_path`` (see the module's docstring)."""
     return Converter(*load_and_plan(spec_path)).tables()
