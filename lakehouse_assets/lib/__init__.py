@@ -45,10 +45,10 @@ from lakehouse_assets.lib.settings import LakehousePaths
 # declarations and the engine to run micro-batches, and need no Dagster (about 0.5 s each).
 _ORCHESTRATE = {
     "build_table_assets": "lakehouse_assets.lib.orchestrate.assets",
-    "build_definitions": "lakehouse_assets.lib.orchestrate.definitions",
+    "build_definitions": "lakehouse_assets.lib.orchestrate.code_location",
     "LakehouseResource": "lakehouse_assets.lib.orchestrate.resources",
     "StreamingTableConfig": "lakehouse_assets.lib.orchestrate.resources",
-    "load_spark_pipeline": "lakehouse_assets.lib.sdp.definitions",
+    "load_spark_pipeline": "lakehouse_assets.lib.sdp.location",
 }
 
 

@@ -38,4 +38,4 @@ def test_importing_the_package_builds_no_definitions() -> None:
 
 def test_the_code_location_is_built_when_dagster_loads_it() -> None:
     loaded = loaded_after("import lakehouse_assets.definitions as d; import dagster as dg; assert isinstance(d.defs(), dg.Definitions)")
-    assert "lakehouse_assets.definitions" in loaded and "lakehouse_assets.lib.orchestrate.definitions" in loaded
+    assert "lakehouse_assets.definitions" in loaded and "lakehouse_assets.lib.orchestrate.code_location" in loaded

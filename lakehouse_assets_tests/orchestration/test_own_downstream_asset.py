@@ -12,7 +12,7 @@ import pytest
 
 from lakehouse_assets.definitions import TABLES, build_definitions
 from lakehouse_assets.lib import LakehousePaths
-from lakehouse_assets.lib.orchestrate.definitions import AUTOMATION_SENSOR
+from lakehouse_assets.lib.orchestrate.code_location import AUTOMATION_SENSOR
 
 pytestmark = pytest.mark.unit
 

@@ -1,2 +1,2 @@
 """Spark Declarative Pipelines projects (``spark-pipeline.yml`` and ``pyspark.pipelines`` files)
-run as this framework's tables: :func:`~.definitions.load_spark_pipeline`."""
+run as this framework's tables: :func:`~.location.load_spark_pipeline`."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from lakehouse_assets.lib.sdp.definitions import load_spark_pipeline
+from lakehouse_assets.lib.sdp.location import load_spark_pipeline
 
 
 class SparkPipelineComponent(dg.Component, dg.Model, dg.Resolvable):

@@ -5,7 +5,7 @@
   with its own checkpoint.
 - ``create_auto_cdc_flow``: a streaming table written by the SCD type 1 or 2 sink.
 - ``@dp.materialized_view``: recomputed by keys from its one input's change feed when it is a
-  GROUP BY of plain columns over one dataset (:func:`.plans.incremental_keys`); else recomputed
+  GROUP BY of plain columns over one dataset (:func:`.plan_reading.incremental_keys`); else recomputed
   whole when an input moved (:func:`~lakehouse_assets.lib.overwrite`).
 - ``@dp.temporary_view``: no table; computed inside each reader.
 
@@ -29,14 +29,14 @@ from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stream
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, TableSink, recompute
 from lakehouse_assets.lib.declare.table import Quarantine, TableSpec
-from lakehouse_assets.lib.dp import expectations_of
 from lakehouse_assets.lib.errors import DeclarationError
-from lakehouse_assets.lib.sdp.cdc import cdc_sink
+from lakehouse_assets.lib.sdp.api import expectations_of
+from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
+from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
-from lakehouse_assets.lib.sdp.planning import Planned, load_and_plan
-from lakehouse_assets.lib.sdp.plans import FileRead, row_wise_source
-from lakehouse_assets.lib.sdp.query import PipelineQuery
+from lakehouse_assets.lib.sdp.plan_reading import FileRead, row_wise_source
+from lakehouse_assets.lib.sdp.transform import PipelineQuery
 
 
 @dataclass

@@ -3,7 +3,7 @@ loads them.
 
 The spec is read by pyspark's own ``load_pipeline_spec`` (same fields, same glob rules). Each
 ``libraries`` file is imported from the spec's folder with a global ``spark`` (here a
-:class:`~.session.SessionProxy`) while pyspark's graph-element registry points at a
+:class:`~.spark_proxy.SessionProxy`) while pyspark's graph-element registry points at a
 :class:`~.graph.PipelineGraph`. ``dp.create_auto_cdc_flow`` is this project's meanwhile, so a
 file may ask for ``stored_as_scd_type=2`` (pyspark's refuses anything but 1).
 """
@@ -21,10 +21,10 @@ import pyspark.pipelines as pyspark_dp
 from pyspark.pipelines.cli import PipelineSpec, load_pipeline_spec
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 
-from lakehouse_assets.lib import dp as lakehouse_dp
 from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
+from lakehouse_assets.lib.sdp import api as lakehouse_dp
 from lakehouse_assets.lib.sdp.graph import PipelineGraph
-from lakehouse_assets.lib.sdp.session import SPARK
+from lakehouse_assets.lib.sdp.spark_proxy import SPARK
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def _import(file: Path) -> None:
 def load_graph(spec_path: Path, spec: PipelineSpec, configuration: Mapping[str, str]) -> LoadedPipeline:
     """Import the files of the pipeline (:func:`read_spec` gave ``spec`` and ``configuration``)
     and return what they declared. The caller chooses the session they build plans with
-    (:func:`~.session.planning` or :func:`~.session.running_on`, given ``configuration``)."""
+    (:func:`~.spark_proxy.planning` or :func:`~.spark_proxy.running_on`, given ``configuration``)."""
     spec_path = spec_path.resolve()
     graph = PipelineGraph()
     with _in_folder(spec_path.parent), graph_element_registration_context(graph), _lakehouse_auto_cdc():

@@ -12,8 +12,8 @@ from lakehouse_assets.lib.engine.errors import short_error
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline, load_graph, read_spec
-from lakehouse_assets.lib.sdp.plans import Reads, incremental_keys, plan_of, reads_of
-from lakehouse_assets.lib.sdp.session import planning
+from lakehouse_assets.lib.sdp.plan_reading import Reads, incremental_keys, plan_of, reads_of
+from lakehouse_assets.lib.sdp.spark_proxy import planning
 from lakehouse_assets.lib.settings import LakehousePaths
 
 

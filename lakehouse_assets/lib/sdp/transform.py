@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline, load_graph, read_spec
-from lakehouse_assets.lib.sdp.session import running_on
+from lakehouse_assets.lib.sdp.spark_proxy import running_on
 
 _LOADED: dict[str, LoadedPipeline] = {}
 
