@@ -1,4 +1,5 @@
-"""Skipping a table's query when its one Delta input has no version it has not read yet."""
+"""Skipping a table's query when its one Delta input has no version it has not read yet, or its
+one landing folder no complete file its checkpoint has not recorded."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from delta.tables import DeltaTable
 from lakehouse_assets.defs.gold.hourly_revenue import gold_hourly_revenue
 from lakehouse_assets.defs.silver.events import silver_events
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.engine.idle import idle_stream_input
+from lakehouse_assets.defs.bronze.events import bronze_events
+from lakehouse_assets.lib.engine.idle import idle_stream_input, seen_files
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
@@ -63,3 +65,34 @@ def test_idle_queries_are_skipped_and_new_data_still_flows(lakehouse: Lakehouse)
     }
     assert read["silver_events"] > 0 and read["gold_hourly_revenue"] > 0
     assert_tables_match_landed_files(lh)
+
+
+def test_the_files_a_file_source_has_recorded() -> None:
+    compact = 'v1\n{"path":"file:///r/landing/events/a.jsonl","timestamp":1,"batchId":0}\n{"path":"file:///r/landing/events/b.jsonl","timestamp":2,"batchId":1}'
+    later = 'v1\n{"path":"s3a://bucket/r/landing/events/c.jsonl","timestamp":3,"batchId":2}'
+    assert seen_files([("9.compact", compact), ("10", later)]) == {"a.jsonl", "b.jsonl", "c.jsonl"}
+    assert seen_files([("0", "v1\nnot json")]) is None
+    assert seen_files([("0", 'v1\n{"no_path": 1}')]) is None
+
+
+@pytest.mark.slow
+def test_a_landing_folder_with_nothing_new_starts_no_query_and_a_new_file_still_flows(lakehouse: Lakehouse) -> None:
+    lh = lakehouse
+    start = datetime(2026, 11, 20, 10, tzinfo=UTC)
+    generate(lh.paths, GeneratorOptions(files=2, rows=40, seed=5, start=start), ["events"])
+    assert lh.materialize(["bronze_events"]).success
+    version = DeltaTable.forPath(lh.spark, lh.paths.table("bronze_events")).history(1).first()["version"]
+    folder = lh.root / "landing" / "events"
+    (folder / "_still-writing.jsonl").write_text('{"event_id": "x"}\n')  # in progress: not new work
+    (folder / "notes.txt").write_text("no glob matches this\n")
+
+    messages: list[str] = []
+    assert run_table(lh.spark, lh.paths, bronze_events, log=messages.append).batches == 0
+    assert any("nothing new in landing/events" in m and "query not started" in m for m in messages), messages
+    assert DeltaTable.forPath(lh.spark, lh.paths.table("bronze_events")).history(1).first()["version"] == version
+
+    generate(lh.paths, GeneratorOptions(files=1, rows=40, seed=6, start=start), ["events"])
+    messages.clear()
+    report = run_table(lh.spark, lh.paths, bronze_events, log=messages.append)
+    assert report.batches == 1 and report.rows_read > 0, messages
+    assert not any("query not started" in m for m in messages)

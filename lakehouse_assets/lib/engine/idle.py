@@ -1,5 +1,7 @@
 """Deciding whether a run has work: a query over one Delta table whose checkpoint already points
-past the table's latest version would only read its checkpoint and find nothing."""
+past the table's latest version, or over one landing folder whose every complete file its
+checkpoint has already recorded, would only read its checkpoint and find nothing. Starting it
+costs a Python worker on a Connect engine (about 1.5 s); these answers cost a few file reads."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
+from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
@@ -35,15 +38,64 @@ def idle_stream_input(offsets: list[str], committed: bool, latest_version: int |
     )
 
 
+def seen_files(names_and_texts: list[tuple[str, str]]) -> set[str] | None:
+    """The base names of the files a file source's log records (``sources/0/<batch>`` and its
+    ``.compact`` files: a ``v1`` line, then a JSON object per file); None if a line does not
+    read as one, so the caller runs the query."""
+    seen: set[str] = set()
+    for _, text in names_and_texts:
+        for line in text.splitlines()[1:]:
+            try:
+                path = json.loads(line)["path"]
+            except (ValueError, KeyError, TypeError):
+                return None
+            seen.add(str(path).rstrip("/").rsplit("/", 1)[-1])
+    return seen
+
+
+def _last_batch_committed(query: str) -> bool:
+    ids = [int(n) for n in storage.list_names(f"{query}/offsets") if n.isdigit()]
+    return bool(ids) and storage.exists(f"{query}/commits/{max(ids)}")
+
+
+def _outputs_exist(paths: LakehousePaths, table: TableSpec) -> bool:
+    # From the logs, not through Delta: in a cold JVM Delta's first use of a table costs seconds.
+    return all(delta_log.delta_version(paths.table(name)) is not None for name in table.delta_outputs)
+
+
+def idle_landing(paths: LakehousePaths, table: TableSpec, source: LandingInput) -> str | None:
+    """``landing/<source>`` when every complete file there that the input's glob matches is
+    already in the checkpoint's file-source log (Spark never reads a recorded path again), the
+    last batch committed and the outputs exist; else None. Inputs with reader options of their
+    own (recursive lookup, archiving) always run."""
+    query = query_checkpoint(paths, table)
+    if source.options or not _last_batch_committed(query) or not _outputs_exist(paths, table):
+        return None
+    log = f"{query}/sources/0"
+    names = [n for n in storage.list_names(log) if not n.startswith(".")]
+    seen = seen_files([(n, storage.read_text(f"{log}/{n}") or "") for n in names]) if names else None
+    if seen is None:
+        return None
+    patterns = expand_globs([source.glob])
+    for entry in storage.list_entries(paths.landing(source.source)):
+        name = entry.base_name
+        if is_complete(name) and matches(name, patterns) and name not in seen:
+            return None
+    return f"landing/{source.source}"
+
+
 def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> str | None:
     """The input of a table whose query would find nothing new, else None. Only for tables
-    that read exactly one Delta table as a stream or change feed (plus any static inputs),
-    keep no state, and whose outputs exist; everything else always runs its query."""
+    that read exactly one Delta table or one landing folder as a stream (plus any static
+    inputs), keep no state, and whose outputs exist; everything else always runs its query."""
     if not current().skip_idle_queries or table.is_stateful:
         return None
+    streaming = list(table.streaming_inputs.values())
+    if len(streaming) == 1 and isinstance(streaming[0], LandingInput):
+        return idle_landing(paths, table, streaming[0])
     if any(isinstance(i, LandingInput) for i in table.inputs.values()):
         return None
-    streams = [i for i in table.streaming_inputs.values() if isinstance(i, TableInput)]
+    streams = [i for i in streaming if isinstance(i, TableInput)]
     if len(streams) != 1:
         return None
     query = query_checkpoint(paths, table)
@@ -54,10 +106,7 @@ def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> 
     committed = storage.exists(f"{query}/commits/{last}")
     source = paths.table(streams[0].table)
     latest = delta_log.delta_version(source)
-    if not committed or latest is None:
-        return None
-    # From the logs, not through Delta: in a cold JVM Delta's first use of a table costs seconds.
-    if any(delta_log.delta_version(paths.table(name)) is None for name in table.delta_outputs):
+    if not committed or latest is None or not _outputs_exist(paths, table):
         return None
     table_id = delta_log.delta_table_id(source) or delta_sql.table_id(spark, source)
     offsets = (storage.read_text(f"{query}/offsets/{last}") or "").strip().splitlines()
