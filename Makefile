@@ -11,8 +11,11 @@ export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 LOCAL_INSTANCE := $(CURDIR)/data/dagster
 export DAGSTER_HOME ?= $(LOCAL_INSTANCE)
 PYTEST_ARGS ?=
+# devstack/ (the local servers) and lakehouse_assets_tests/ are not installed: every command here,
+# and every process it starts, imports them from this checkout.
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos chaos-sdp
+.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos chaos-sdp lint unit
 
 help:
 	@echo "make demo        - land a sample batch, materialize every asset, print a summary"
@@ -32,6 +35,8 @@ help:
 	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows;"
 	@echo "                   CHAOS_ARGS='--engine' runs through a Spark Connect engine and kills it too"
 	@echo "make chaos-sdp   - the same for the SDP example (examples/sdp_orders): CHAOS_ARGS='--rounds 4 --kills-per-round 6'"
+	@echo "make lint        - ruff check, ruff format --check and mypy on the framework (lakehouse_assets/lib)"
+	@echo "make unit        - the Spark-free unit tests (seconds)"
 	@echo "make setup       - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
 	@echo "make clean-data  - delete the landing zone, tables, checkpoints and Dagster's local runs under data/"
 	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: data/dagster),"
@@ -85,14 +90,14 @@ $(STAMP): pyproject.toml
 .PHONY: jars
 jars: $(STAMP)
 	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.jars import main; sys.exit(main())'
-	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.brokers.kafka_broker import setup; sys.exit(setup())'
-	@$(BIN)/python -c 'import sys; from lakehouse_assets.tools.s3server import setup; sys.exit(setup())'
+	@$(BIN)/python -c 'import sys; from devstack.kafka_broker import setup; sys.exit(setup())'
+	@$(BIN)/python -c 'import sys; from devstack.s3server import setup; sys.exit(setup())'
 
 # The Spark driver's class archive (lakehouse_assets/lib/spark/class_archive.py): one training run
-# of the demo (lakehouse_assets/tools/archive_training.py), once. Not written (the JVM refused):
+# of the demo (devstack/archive_training.py), once. Not written (the JVM refused):
 # runs work without it, and the next make tries again.
 $(CDS): $(STAMP) lakehouse_assets/lib/spark/jars.py lakehouse_assets/lib/spark/class_archive.py | jars
-	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.class_archive import build; sys.exit(build("lakehouse_assets.tools.archive_training"))' && touch $@ || true
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.class_archive import build; sys.exit(build("devstack.archive_training"))' && touch $@ || true
 
 demo: setup
 	@$(BIN)/python -m lakehouse_assets.generate
@@ -111,22 +116,23 @@ materialize: setup
 land: setup
 	@$(BIN)/python -m lakehouse_assets.generate
 
-# Spark's own Connect server (lakehouse_assets/lib/spark/engine.py) in the foreground on
+# Spark's own Connect server (devstack/connect_server.py) in the foreground on
 # 127.0.0.1:LAKEHOUSE_ENGINE_PORT (15002), with Delta and the project's settings; a run with
 # SPARK_REMOTE=sc://127.0.0.1:15002 is its client and starts no JVM. SPARK_MASTER picks its master.
+# A server that dies is started again; every server of a target ends with the target's Python.
 engine: setup
-	@SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m lakehouse_assets.lib.spark.engine
+	@SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m devstack.connect_server
 
 # A throwaway PostgreSQL (Debian's package) on 127.0.0.1:$$LAKEHOUSE_POSTGRES_PORT (5433) in the
 # foreground; it prints the DAGSTER_PG_URL for a dagster.yaml with Postgres storage.
 .PHONY: postgres
 postgres: setup
-	@$(BIN)/python -m lakehouse_assets.tools.postgres --port $${LAKEHOUSE_POSTGRES_PORT:-5433}
+	@$(BIN)/python -m devstack.postgres --port $${LAKEHOUSE_POSTGRES_PORT:-5433}
 
 # A single-node Kafka broker (KRaft) in the foreground, data under $(LAKEHOUSE_ROOT)/kafka; runs
 # read it with LAKEHOUSE_KAFKA_BOOTSTRAP=127.0.0.1:9092 (bronze_events' flow from topic events).
 kafka: setup
-	@$(BIN)/python -m lakehouse_assets.lib.brokers.kafka_broker
+	@$(BIN)/python -m devstack.kafka_broker
 
 # Webserver, daemon (sensors, schedules, run queue) and code server, all on 127.0.0.1; runs,
 # logs and cursors are kept in DAGSTER_HOME (data/dagster) and survive a restart.
@@ -142,7 +148,7 @@ dev: setup
 	trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null' EXIT; \
 	if [ "$${KAFKA:-0}" = 1 ]; then \
 	  kport=$${LAKEHOUSE_KAFKA_PORT:-9092}; \
-	  $(BIN)/python -m lakehouse_assets.lib.brokers.kafka_broker & pids="$$pids $$!"; \
+	  $(BIN)/python -m devstack.kafka_broker & pids="$$pids $$!"; \
 	  until (exec 3<>/dev/tcp/127.0.0.1/$$kport) 2>/dev/null; do \
 	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: the Kafka broker did not start" >&2; exit 1; }; sleep 1; \
 	  done; \
@@ -150,16 +156,16 @@ dev: setup
 	fi; \
 	if [ "$${POSTGRES:-0}" = 1 ]; then \
 	  pgurl="$(CURDIR)/data/.postgres-url"; rm -f "$$pgurl"; \
-	  $(BIN)/python -m lakehouse_assets.tools.postgres --port $${LAKEHOUSE_POSTGRES_PORT:-5433} --url-file "$$pgurl" & pids="$$pids $$!"; \
+	  $(BIN)/python -m devstack.postgres --port $${LAKEHOUSE_POSTGRES_PORT:-5433} --url-file "$$pgurl" & pids="$$pids $$!"; \
 	  until [ -s "$$pgurl" ]; do \
 	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: PostgreSQL did not start" >&2; exit 1; }; sleep 1; \
 	  done; \
 	  export DAGSTER_PG_URL="$$(cat "$$pgurl")" DAGSTER_HOME="$(CURDIR)/data/dagster-postgres"; \
-	  $(BIN)/python -c "import os; from pathlib import Path; from lakehouse_assets.tools.postgres import postgres_home; postgres_home(Path(os.environ['DAGSTER_HOME']))"; \
+	  $(BIN)/python -c "import os; from pathlib import Path; from devstack.postgres import postgres_home; postgres_home(Path(os.environ['DAGSTER_HOME']))"; \
 	fi; \
 	if [ "$${S3:-0}" = 1 ]; then \
 	  s3env="$(CURDIR)/data/.s3-env"; rm -f "$$s3env"; \
-	  $(BIN)/python -m lakehouse_assets.tools.s3server --env-file "$$s3env" & pids="$$pids $$!"; \
+	  $(BIN)/python -m devstack.s3server --env-file "$$s3env" & pids="$$pids $$!"; \
 	  until [ -s "$$s3env" ]; do \
 	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: the S3 server did not start" >&2; exit 1; }; sleep 1; \
 	  done; \
@@ -167,7 +173,7 @@ dev: setup
 	fi; \
 	if [ "$${CLUSTER:-0}" = 1 ]; then \
 	  master="$(CURDIR)/data/.cluster-url"; rm -f "$$master"; \
-	  $(BIN)/python -m lakehouse_assets.tools.cluster --url-file "$$master" & pids="$$pids $$!"; \
+	  $(BIN)/python -m devstack.cluster --url-file "$$master" & pids="$$pids $$!"; \
 	  until [ -s "$$master" ]; do \
 	    kill -0 $${pids##* } 2>/dev/null || { echo "dev: the Spark cluster did not start" >&2; exit 1; }; sleep 1; \
 	  done; \
@@ -175,7 +181,7 @@ dev: setup
 	fi; \
 	if [ "$${ENGINE:-1}" != 0 ] && [ -z "$${SPARK_REMOTE:-}" ]; then \
 	  port=$${LAKEHOUSE_ENGINE_PORT:-15002}; \
-	  $(BIN)/python -m lakehouse_assets.lib.spark.engine --port $$port & engine=$$!; pids="$$pids $$engine"; \
+	  $(BIN)/python -m devstack.connect_server --port $$port & engine=$$!; pids="$$pids $$engine"; \
 	  until (exec 3<>/dev/tcp/127.0.0.1/$$port) 2>/dev/null; do \
 	    kill -0 $$engine 2>/dev/null || { echo "dev: the Spark Connect engine did not start" >&2; exit 1; }; sleep 1; \
 	  done; \
@@ -189,14 +195,16 @@ dev: setup
 stack:
 	@$(MAKE) --no-print-directory dev CLUSTER=1 S3=1 POSTGRES=1
 
-# A Spark standalone master and worker on 127.0.0.1 in the foreground (master spark://127.0.0.1:7077).
+# A Spark standalone master and worker on 127.0.0.1 in the foreground (master spark://127.0.0.1:7077;
+# CLUSTER_ARGS='--port 7078 --web-port 8081 --cores 2 --memory 2g').
+CLUSTER_ARGS ?=
 cluster: setup
-	@$(BIN)/python -m lakehouse_assets.tools.cluster
+	@$(BIN)/python -m devstack.cluster $(CLUSTER_ARGS)
 
 # S3Proxy on 127.0.0.1:$$LAKEHOUSE_S3_PORT (8333) in the foreground, objects under data/s3; it prints
 # the variables that make the bucket the data root.
 s3: setup
-	@$(BIN)/python -m lakehouse_assets.tools.s3server
+	@$(BIN)/python -m devstack.s3server
 
 # Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
 latency: setup
@@ -233,3 +241,14 @@ test: setup
 
 clean-data:
 	rm -rf data/landing data/tables data/checkpoints data/dagster/history data/dagster/schedules data/dagster/storage
+
+# The gate .ci/run passes before the suite: ruff (lint and format) and mypy on the framework
+# (settings in pyproject.toml), then the Spark-free unit tests (pytest -m unit, seconds).
+.PHONY: lint unit
+lint: $(STAMP)
+	$(BIN)/ruff check lakehouse_assets/lib
+	$(BIN)/ruff format --check lakehouse_assets/lib
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	@$(BIN)/python -m pytest -q -m unit -p no:cacheprovider $(PYTEST_ARGS)

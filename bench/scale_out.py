@@ -27,14 +27,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.common import BENCH, BIN, REPO, load, log, machine, median, run
+from devstack.cluster import StandaloneCluster
+from devstack.connect_server import ConnectServer
+from devstack.environment import environment
+from devstack.ports import free_port
+from devstack.s3server import VERSION as S3PROXY_VERSION
+from devstack.s3server import S3Server
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets.lib.spark.engine import Engine
-from lakehouse_assets.tools.cluster import StandaloneCluster
-from lakehouse_assets.tools.environment import environment
-from lakehouse_assets.tools.s3server import VERSION as S3PROXY_VERSION
-from lakehouse_assets.tools.s3server import S3Server
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 BRONZE = "bronze_events,bronze_events_quarantine"
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         log("local: starting an engine on local[*]")
         logs = stack.enter_context(open(work / "engines.log", "ab"))
-        engine = stack.enter_context(Engine(free_port(), master="local[*]", log=logs))
+        engine = stack.enter_context(ConnectServer(free_port(), master="local[*]", log=logs))
         results["setups"]["local"] = measure("local", work / "local", str(work / "local" / "lakehouse"), engine.url,
                                              args.reps, args.files, args.rows)  # fmt: skip
         engine.stop()
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         s3 = stack.enter_context(S3Server(data=work / "s3"))
         with environment(s3.env()):
             log(f"cluster: starting an engine on {cluster.url}")
-            engine = stack.enter_context(Engine(free_port(), master=cluster.url, log=logs))
+            engine = stack.enter_context(ConnectServer(free_port(), master=cluster.url, log=logs))
             results["setups"]["cluster"] = measure("cluster", work / "cluster", str(work / "cluster" / "lakehouse"),
                                                    engine.url, args.reps, args.files, args.rows)  # fmt: skip
             results["setups"]["cluster + S3"] = measure("cluster + S3", work / "cluster-s3", s3.root("bench"),

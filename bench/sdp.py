@@ -22,8 +22,8 @@ from pathlib import Path
 import dagster as dg
 
 from bench.common import BENCH, BIN, REPO, load, log, machine, median, run
-from lakehouse_assets.lib.ports import free_port
-from lakehouse_assets.lib.spark.engine import Engine
+from devstack.connect_server import ConnectServer
+from devstack.ports import free_port
 from lakehouse_assets_tests.sdp import orders_answers as answers
 from lakehouse_assets_tests.sdp import side_by_side
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     results: dict = {"machine": machine(), "load_start": load(), "reps": args.reps, "base_rounds": args.base}
-    with open(work / "engine.log", "wb") as engine_log, Engine(free_port(), log=engine_log, conf=side_by_side.engine_conf(work)) as engine:
+    with open(work / "engine.log", "wb") as engine_log, ConnectServer(free_port(), log=engine_log, conf=side_by_side.engine_conf(work)) as engine:
         sides = Sides(work, engine.url)
         for _ in range(args.base):
             sides.land()

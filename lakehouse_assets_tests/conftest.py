@@ -8,11 +8,17 @@ from pathlib import Path
 
 import pytest
 
+# devstack and this package are not installed: processes the tests start (the dagster CLI,
+# scripts, fault hooks) import them from the checkout's root too.
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
+if REPO_ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))
+
 pytest.register_assert_rewrite("lakehouse_assets_tests.support")
 from pyspark.sql import SparkSession
 
+from devstack.postgres import PostgresServer
 from lakehouse_assets.lib.spark.session import get_spark
-from lakehouse_assets.tools.postgres import PostgresServer
 from lakehouse_assets_tests.support.browser import chromium_driver
 from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 

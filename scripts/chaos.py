@@ -41,13 +41,13 @@ from pathlib import Path
 from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import SparkSession
 
+from devstack.connect_server import ConnectServer
+from devstack.kafka_broker import KafkaBroker
+from devstack.ports import free_port
 from lakehouse_assets.generate import Generator, GeneratorOptions, generate
-from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets.lib.spark.session import get_spark
-from lakehouse_assets.tools.devserver import free_port
 from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
 from lakehouse_assets_tests.support.expected import ExpectedEvents, expected_history, scd2_row
 from lakehouse_assets_tests.support.reference import lost_and_duplicated, mirror_landing
@@ -100,7 +100,7 @@ class Lane:
     index: int
     work: Path
     rng: random.Random
-    engine: Engine | None = None
+    engine: ConnectServer | None = None
     broker: KafkaBroker | None = None
     messages: list[tuple[str | None, str]] = field(default_factory=list)
     kills: int = 0
@@ -223,7 +223,7 @@ def main() -> None:
                 admin.create_topics([NewTopic("events", 3, 1)])
                 admin.close()
             if args.engine:
-                with open(lane.work / "engine.log", "ab") as log, Engine(free_port(), log=log) as lane.engine:
+                with open(lane.work / "engine.log", "ab") as log, ConnectServer(free_port(), log=log) as lane.engine:
                     lane.run(args, quota, spark, tally_lock)
             else:
                 lane.run(args, quota, spark, tally_lock)

@@ -40,11 +40,11 @@ import json  # noqa: E402
 import uuid  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
+from devstack.dagster_dev import DagsterDev, delta_versions  # noqa: E402
+from devstack.kafka_broker import KafkaBroker  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
-from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker  # noqa: E402
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines  # noqa: E402
 from lakehouse_assets.lib.settings import LakehousePaths  # noqa: E402
-from lakehouse_assets.tools.devserver import DagsterDev, delta_versions  # noqa: E402
 
 GOLD = "gold_hourly_revenue"
 

@@ -23,13 +23,13 @@ def _tree_rss(pid: int) -> int:
 
 
 def bench_engine(cfg: Config, workdir) -> dict:
-    from lakehouse_assets.lib.spark.engine import Engine
-    from lakehouse_assets.tools.devserver import free_port
+    from devstack.connect_server import ConnectServer
+    from devstack.ports import free_port
 
     names = ("client", "embedded", "plain", "plain_client")
     client, embedded, plain, plain_client = (Scenario(workdir, f"engine-{n}") for n in names)
     client.land(cfg.base_files, cfg.small_rows, mirror=[embedded, plain, plain_client])
-    with open(client.dir / "engine.log", "ab") as engine_log, Engine(free_port(), log=engine_log) as engine:
+    with open(client.dir / "engine.log", "ab") as engine_log, ConnectServer(free_port(), log=engine_log) as engine:
         remote = {"SPARK_REMOTE": engine.url}
         log(f"7. engine: a Spark Connect engine on {engine.url}; warm-up runs of the four sides (not measured)")
         client.dagster_cli(extra_env=remote)

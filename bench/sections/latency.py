@@ -12,7 +12,6 @@ import psutil
 
 from bench.common import REPO, Config, log
 
-
 # -- 5: latency -------------------------------------------------------------------------------
 
 
@@ -41,9 +40,9 @@ def latency_server(workdir: Path) -> tuple:
     """A temporary ``dagster dev`` with the Spark Connect engine and a Kafka broker, as ``make dev
     KAFKA=1`` starts them, on its own instance and data root, with a first file landed so every
     table exists (not measured)."""
-    from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker
+    from devstack.dagster_dev import DagsterDev
+    from devstack.kafka_broker import KafkaBroker
     from lakehouse_assets.lib.settings import LakehousePaths
-    from lakehouse_assets.tools.devserver import DagsterDev
 
     paths = LakehousePaths(str(workdir / "latency" / "data"))
     broker = KafkaBroker(workdir / "latency" / "kafka").start()

@@ -30,7 +30,7 @@ def prepare(cfg: Config, workdir: Path, sections: set[str], parallel: int, pair:
         if not (history and history.elsewhere) and missing_class_archive():
             from lakehouse_assets.lib.spark.class_archive import build
 
-            pool.submit(build, "lakehouse_assets.tools.archive_training")
+            pool.submit(build, "devstack.archive_training")
         dev = pool.submit(latency_server, workdir) if "5" in sections else None
         # Section 1's framework root is ingested by the history process (or, without it, a CLI run).
         warm_ups = ([] if history else [pool.submit(pair[0].dagster_cli)]) + [pool.submit(pair[1].plain)] if pair else []

@@ -1,6 +1,7 @@
-"""The layout's rules, read from the source: the framework imports nothing outside lib/, no
-import cycle in the package (module-level imports; TYPE_CHECKING blocks excluded) or in the
-bench, no module over 300 lines, nothing that needs the driver's JVM in this process."""
+"""The layout's rules, read from the source: the framework imports nothing outside lib/, the
+package nothing of the development tree (devstack/, tests, bench), no import cycle in the
+package (module-level imports; TYPE_CHECKING blocks excluded) or in the bench, no module over
+300 lines, nothing that needs the driver's JVM in this process."""
 
 from __future__ import annotations
 
@@ -96,6 +97,23 @@ def test_the_framework_imports_nothing_outside_lib() -> None:
         if not dep.startswith("lakehouse_assets.lib") and dep != "lakehouse_assets"
     }
     assert not outside, sorted(outside)
+
+
+def test_the_package_imports_no_development_code() -> None:
+    """The wheel holds ``lakehouse_assets`` only: ``devstack`` (the local servers), the tests and
+    the bench run from the checkout, so nothing in the package may import them."""
+    outside = ("devstack", "lakehouse_assets_tests", "bench", "scripts")
+    found = set()
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            found |= {f"{name} imports {n}" for n in names if n.split(".")[0] in outside}
+    assert not found, sorted(found)
 
 
 def test_no_import_cycle() -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from devstack.connect_server import ConnectServer
+from devstack.ports import free_port
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.spark.engine import Engine
-from lakehouse_assets.tools.devserver import free_port
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files, table_history
 from lakehouse_assets_tests.support.crash import materialize_in_child
 from lakehouse_assets_tests.support.expected import expected_history
@@ -29,9 +29,9 @@ START = datetime(2026, 11, 20, 10, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
     log = open(tmp_path_factory.mktemp("engine") / "engine.log", "ab")
-    with Engine(free_port(), log=log) as started:
+    with ConnectServer(free_port(), log=log) as started:
         yield started
     log.close()
 
@@ -53,7 +53,7 @@ def _java_processes() -> dict[int, tuple[int, int]]:
 
 
 @contextmanager
-def jvms_started_outside(engine: Engine) -> Iterator[set[int]]:
+def jvms_started_outside(engine: ConnectServer) -> Iterator[set[int]]:
     """The JVMs seen while the block runs that are neither the engine's nor this test process's."""
     assert engine.process is not None
     engine_group, foreign, done = os.getpgid(engine.process.pid), set(), threading.Event()
@@ -74,7 +74,7 @@ def jvms_started_outside(engine: Engine) -> Iterator[set[int]]:
 
 
 @pytest.mark.slow
-def test_runs_through_the_engine_equal_the_landed_answers(tmp_path: Path, spark, engine: Engine) -> None:
+def test_runs_through_the_engine_equal_the_landed_answers(tmp_path: Path, spark, engine: ConnectServer) -> None:
     lh = Lakehouse(tmp_path / "lakehouse", spark, None)  # type: ignore[arg-type] - only its tables are read
     remote = {"SPARK_REMOTE": engine.url}
     with jvms_started_outside(engine) as foreign:
@@ -93,7 +93,7 @@ def test_runs_through_the_engine_equal_the_landed_answers(tmp_path: Path, spark,
 
 @pytest.mark.slow
 def test_an_engine_restarted_mid_run_is_waited_for_and_the_same_run_ends_exact(
-    tmp_path: Path, spark, engine: Engine
+    tmp_path: Path, spark, engine: ConnectServer
 ) -> None:
     """As a service manager would: the engine is SIGKILLed while a micro-batch runs and started
     again on the same port 3 s later. The step retries its table on a new session; nobody re-runs."""
@@ -113,7 +113,7 @@ def test_an_engine_restarted_mid_run_is_waited_for_and_the_same_run_ends_exact(
 
 @pytest.mark.slow
 def test_an_engine_that_stays_away_fails_the_run_in_one_sentence_and_the_next_run_is_exact(
-    tmp_path: Path, spark, engine: Engine
+    tmp_path: Path, spark, engine: ConnectServer
 ) -> None:
     lh = Lakehouse(tmp_path / "lakehouse", spark, None)  # type: ignore[arg-type]
     remote = {"SPARK_REMOTE": engine.url, "LAKEHOUSE_TRANSIENT_TRIES": "2", "LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS": "1"}
@@ -133,7 +133,7 @@ def test_an_engine_that_stays_away_fails_the_run_in_one_sentence_and_the_next_ru
     assert_tables_match_landed_files(lh)
 
 
-def _kill_when_batch_runs(engine: Engine, log: Path, restart_after: float | None = None) -> None:
+def _kill_when_batch_runs(engine: ConnectServer, log: Path, restart_after: float | None = None) -> None:
     """SIGKILL the engine once the run's first query reports a batch (and start it again on the
     same port ``restart_after`` seconds later)."""
     deadline = time.monotonic() + 240

@@ -5,11 +5,11 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+from devstack.environment import environment
 from lakehouse_assets.lib.settings import current
-from lakehouse_assets.lib.spark.engine import engine_command
+from lakehouse_assets.lib.spark.connect_server import connect_server_command
 from lakehouse_assets.lib.spark.object_store import pyarrow_s3_options
 from lakehouse_assets.lib.spark.session import spark_conf
-from lakehouse_assets.tools.environment import environment
 
 S3 = {
     "LAKEHOUSE_S3_ENDPOINT": "http://127.0.0.1:8333",
@@ -23,7 +23,7 @@ def test_credentials_stay_off_command_lines(tmp_path: Path) -> None:
         local = spark_conf(master="local[*]")
         cluster = spark_conf(master="spark://127.0.0.1:7077")
         secrets = tmp_path / "secrets.properties"
-        command = engine_command(15099, master="spark://127.0.0.1:7077", secrets_file=secrets)
+        command = connect_server_command(15099, master="spark://127.0.0.1:7077", secrets_file=secrets)
     # A local driver (PySpark puts its settings on the JVM's command line) reads them from its environment.
     assert S3["AWS_SECRET_ACCESS_KEY"] not in str(local) and S3["AWS_ACCESS_KEY_ID"] not in str(local)
     assert local["spark.hadoop.fs.s3a.endpoint"] == S3["LAKEHOUSE_S3_ENDPOINT"]

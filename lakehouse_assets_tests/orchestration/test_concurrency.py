@@ -21,11 +21,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from devstack.dagster_dev import isolated_home
+from devstack.postgres import postgres_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths
-from lakehouse_assets.tools.devserver import isolated_home
-from lakehouse_assets.tools.postgres import postgres_home
 from lakehouse_assets_tests.support.runs import assert_events_exact, assert_no_overlap, step_intervals
 
 pytestmark = pytest.mark.slow

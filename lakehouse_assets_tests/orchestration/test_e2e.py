@@ -28,9 +28,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from devstack.dagster_dev import IN_FLIGHT, DagsterDev, delta_versions, isolated_home
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets.tools.devserver import IN_FLIGHT, DagsterDev, delta_versions, isolated_home
 from lakehouse_assets_tests.support.runs import assert_events_exact, assert_no_overlap, step_intervals
 
 pytestmark = pytest.mark.slow

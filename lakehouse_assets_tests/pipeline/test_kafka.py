@@ -19,14 +19,14 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from devstack.kafka_broker import KafkaBroker
+from devstack.ports import free_port
 from lakehouse_assets.definitions import build_definitions
 from lakehouse_assets.generate import Generator, GeneratorOptions, generate
 from lakehouse_assets.lib import append_flow, kafka, landing, streaming_table
-from lakehouse_assets.lib.brokers.kafka_broker import KafkaBroker
-from lakehouse_assets.lib.ports import free_port
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
-from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets_tests.support.crash import materialize_in_child

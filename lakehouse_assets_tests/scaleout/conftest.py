@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from lakehouse_assets.tools.cluster import StandaloneCluster
-from lakehouse_assets.tools.postgres import PostgresServer
-from lakehouse_assets.tools.s3server import S3Server
-from lakehouse_assets.tools.environment import environment
+from devstack.cluster import StandaloneCluster
+from devstack.environment import environment
+from devstack.postgres import PostgresServer
+from devstack.s3server import S3Server
 from lakehouse_assets_tests.scaleout.stack import Stack, read_bucket_through
 
 

@@ -9,16 +9,16 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from devstack.cluster import StandaloneCluster
+from devstack.connect_server import ConnectServer
+from devstack.ports import free_port
+from devstack.postgres import PostgresServer, postgres_home
+from devstack.s3server import S3Server
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.delta_log import delta_version
 from lakehouse_assets.lib.settings import LakehousePaths, current
-from lakehouse_assets.lib.spark.engine import Engine
 from lakehouse_assets.lib.spark.object_store import s3a_conf
-from lakehouse_assets.lib.ports import free_port
-from lakehouse_assets.tools.cluster import StandaloneCluster
-from lakehouse_assets.tools.postgres import PostgresServer, postgres_home
-from lakehouse_assets.tools.s3server import S3Server
 from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
 from lakehouse_assets_tests.support.reference import ALL_TABLES
 
@@ -28,13 +28,13 @@ class Stack:
     cluster: StandaloneCluster
     s3: S3Server
     postgres: PostgresServer
-    engine: Engine
+    engine: ConnectServer
     work: Path
 
-    def new_engine(self, log_name: str = "engine.log") -> Engine:
+    def new_engine(self, log_name: str = "engine.log") -> ConnectServer:
         """Another engine on the cluster (after the first was killed)."""
         with open(self.work / log_name, "ab") as log:  # the server keeps its own descriptor
-            self.engine = Engine(free_port(), master=self.cluster.url, log=log).start()
+            self.engine = ConnectServer(free_port(), master=self.cluster.url, log=log).start()
         return self.engine
 
     def instance_home(self, name: str) -> tuple[Path, dict[str, str]]:

@@ -18,8 +18,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from devstack.environment import environment
 from lakehouse_assets.generate import GeneratorOptions
-from lakehouse_assets.tools.environment import environment
 from lakehouse_assets_tests.scaleout.stack import Stack, land_round
 from lakehouse_assets_tests.support.crash import FAULT_HOOK, Outcome
 from lakehouse_assets_tests.support.lakehouse import Lakehouse

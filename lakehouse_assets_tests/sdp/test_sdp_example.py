@@ -7,19 +7,19 @@ on the same engine with SDP's tables."""
 from __future__ import annotations
 
 import os
-import time
-from collections import Counter
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from lakehouse_assets.lib.ports import free_port
+from devstack.connect_server import ConnectServer
+from devstack.dagster_dev import DagsterDev
+from devstack.ports import free_port
 from lakehouse_assets.lib.settings import REPO_ROOT
-from lakehouse_assets.lib.spark.engine import Engine
-from lakehouse_assets.tools.devserver import DagsterDev
 from lakehouse_assets_tests.sdp import orders_answers as answers
 from lakehouse_assets_tests.sdp import side_by_side
 from lakehouse_assets_tests.sdp.tally import tally
@@ -102,7 +102,7 @@ def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Pat
         text = source.read_text()
         assert "lakehouse_assets" not in text, f"{source.name} must hold only pyspark.pipelines code"
     root, home = example
-    with open(tmp_path / "engine.log", "wb") as log, Engine(free_port(), log=log, conf=side_by_side.engine_conf(tmp_path)) as engine:
+    with open(tmp_path / "engine.log", "wb") as log, ConnectServer(free_port(), log=log, conf=side_by_side.engine_conf(tmp_path)) as engine:
         run_two_rounds(spark, root, home, engine.url)
         assert_same_as_spark_pipelines(spark, root, tmp_path, engine.url)
 

@@ -4,9 +4,7 @@ Without them the tests are skipped, saying why."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from devstack.apt import apt_install
 from lakehouse_assets.lib.settings import REPO_ROOT
 
 SCREENSHOTS = REPO_ROOT / "docs" / "img"
@@ -36,14 +35,10 @@ def ensure_chromium() -> tuple[str, str]:
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if chromium and driver:
         return chromium, driver
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("chromium/chromium-driver are missing and cannot be installed (needs root and apt-get)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    steps = [["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]]
-    for step in steps:
-        result = subprocess.run(step, env=env, capture_output=True, text=True, timeout=900)
-        if result.returncode != 0:
-            pytest.skip(f"could not install chromium with {' '.join(step)}: {result.stderr.strip()[-500:]}")
+    try:
+        apt_install(["chromium", "chromium-driver"], "chromium")
+    except RuntimeError as error:
+        pytest.skip(str(error))
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
         pytest.skip("apt-get installed chromium, but chromium or chromedriver is still not on PATH")

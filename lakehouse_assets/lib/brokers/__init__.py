@@ -1,1 +1,2 @@
-"""Message brokers tables read from and publish to: a local Kafka broker, Kafka's offsets."""
+"""Message brokers tables read from and publish to: Kafka's offsets and a producer (the local
+broker itself is development infrastructure: :mod:`devstack.kafka_broker`)."""

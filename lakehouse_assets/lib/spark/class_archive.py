@@ -98,11 +98,20 @@ def build(training_module: str) -> int:
     started = time.monotonic()
     print(f"class archive: one training run of {training_module} (about two minutes on 2 cores, once)...", flush=True)
     # An embedded driver (never a Spark Connect engine); a new session so a hang can be killed whole.
+    # From the repository root, with it on PYTHONPATH: the training module may live outside the
+    # installed package (devstack.archive_training).
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
-    env |= {"SPARK_LOG_LEVEL": "ERROR", DUMP_ENV: str(partial)}
+    python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env |= {"SPARK_LOG_LEVEL": "ERROR", DUMP_ENV: str(partial), "PYTHONPATH": os.pathsep.join(python_path)}
     command = [sys.executable, "-m", training_module]
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        start_new_session=True,
     ) as training:
         try:
             output, _ = training.communicate(timeout=TRAINING_TIMEOUT_S)

@@ -1,7 +1,7 @@
 """A Spark standalone cluster on this machine: one master and one worker on 127.0.0.1, from
 pyspark's own distribution (its ``bin/spark-class``; the pip package has no ``sbin/``).
 
-    python -m lakehouse_assets.tools.cluster [--port 7077] [--cores 2] [--memory 2g]   (make cluster)
+    python -m devstack.cluster [--port 7077] [--cores 2] [--memory 2g]   (make cluster)
 
 runs one in the foreground and prints the master's ``spark://`` URL; ``make engine
 SPARK_MASTER=spark://127.0.0.1:7077`` then runs the Connect engine's jobs on it. The worker's
@@ -14,25 +14,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pyspark
 
-from lakehouse_assets.lib.ports import free_port, serving
+from devstack.ports import free_port, serving
+from devstack.supervisor import kill_group, serve_in_foreground, start_process, stop_group, wait_until
 from lakehouse_assets.lib.settings import current
-from lakehouse_assets.tools.foreground import serve_in_foreground
 
 SPARK_HOME = Path(pyspark.__file__).parent
 
 
 class StandaloneCluster:
-    """A master and one worker, each in its own process group (the worker's executors in its).
+    """A master and one worker, each in its own process group (the worker's executors in its),
+    each ending when the Python process that started them ends.
 
     :param port: the master's port (default: a free one).
     :param cores: the worker's cores.
@@ -40,9 +40,12 @@ class StandaloneCluster:
     :param work_dir: the worker's folder for executor files (default: a temporary one).
     """
 
-    def __init__(self, port: int | None = None, cores: int = 2, memory: str = "2g", work_dir: Path | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, cores: int = 2, memory: str = "2g", work_dir: Path | None = None,
+        web_port: int | None = None,
+    ) -> None:  # fmt: skip
         self.port = port or free_port()
-        self.web_port = free_port()
+        self.web_port = web_port or free_port()
         self.cores = cores
         self.memory = memory
         self._tmp = tempfile.TemporaryDirectory(prefix="lakehouse-cluster-")
@@ -58,10 +61,7 @@ class StandaloneCluster:
         env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": current().spark_local_ip,
                "SPARK_DAEMON_MEMORY": "512m", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
         with open(Path(self._tmp.name) / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
-            return subprocess.Popen(
-                [str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+            return start_process([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, log=log)
 
     def alive_workers(self) -> int:
         """Workers the master counts as alive (its web UI's JSON)."""
@@ -94,23 +94,16 @@ class StandaloneCluster:
 
     def kill_worker(self) -> None:
         """SIGKILL the worker and its executors (a machine lost)."""
-        if self.worker is not None and self.worker.poll() is None:
-            os.killpg(self.worker.pid, signal.SIGKILL)
-            self.worker.wait()
+        kill_group(self.worker)
         self.worker = None
 
-    def _wait(self, ready, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            for process in (self.master, self.worker):
-                if process is not None and process.poll() is not None:
-                    logs = self._log_tail()
-                    self.close()
-                    raise RuntimeError(f"the Spark cluster stopped waiting for {what}:\n{logs}")
-            if time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
-            time.sleep(0.5)
+    def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
+        try:
+            wait_until(ready, [self.master, self.worker], timeout=timeout, what=f"the Spark cluster (waiting for {what})")
+        except (RuntimeError, TimeoutError) as error:
+            logs = self._log_tail()
+            self.close()
+            raise RuntimeError(f"{error}:\n{logs}") from None
 
     def _log_tail(self, lines: int = 15) -> str:
         return "\n".join(
@@ -119,13 +112,7 @@ class StandaloneCluster:
 
     def stop(self) -> None:
         for process in (self.worker, self.master):
-            if process is not None and process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+            stop_group(process, 20)
         self.worker = self.master = None
 
     def close(self) -> None:
@@ -142,11 +129,12 @@ class StandaloneCluster:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run a Spark standalone master and worker in the foreground.")
     parser.add_argument("--port", type=int, default=7077, help="the master's port")
+    parser.add_argument("--web-port", type=int, default=None, help="the master's web UI port (default: a free one)")
     parser.add_argument("--cores", type=int, default=2, help="the worker's cores")
     parser.add_argument("--memory", default="2g", help="the worker's memory for executors")
     parser.add_argument("--url-file", help="write the master's URL here once the worker registered (for make dev)")
     args = parser.parse_args(argv)
-    cluster = StandaloneCluster(args.port, args.cores, args.memory)
+    cluster = StandaloneCluster(args.port, args.cores, args.memory, web_port=args.web_port)
     print(f"cluster: starting a master on {cluster.url} and a worker ({args.cores} cores, {args.memory})", flush=True)
     return serve_in_foreground(
         "cluster", cluster.start, cluster.close, lambda: cluster.url + "\n",

@@ -2,7 +2,8 @@
 
 ``DagsterDev`` runs ``dagster dev -h 127.0.0.1 -p <port> -w workspace.yaml`` from the repository
 root in its own process group and stops the whole group (webserver, daemon, code server, run
-processes and their JVMs) on exit. With ``isolated=True`` it writes a ``dagster.yaml`` into a
+processes and their JVMs) on exit, and the group ends with the Python process that started it
+(:func:`devstack.supervisor.start_process`). With ``isolated=True`` it writes a ``dagster.yaml`` into a
 temporary ``DAGSTER_HOME``: the repository's settings, which name no path, so everything the
 instance stores goes there.
 """
@@ -22,9 +23,10 @@ from typing import Any
 
 import requests
 
-from lakehouse_assets.lib.ports import free_port
+from devstack.connect_server import ConnectServer
+from devstack.ports import free_port
+from devstack.supervisor import start_process, stop_group
 from lakehouse_assets.lib.settings import REPO_ROOT
-from lakehouse_assets.lib.spark.engine import Engine
 
 IN_FLIGHT = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
 
@@ -52,7 +54,7 @@ class DagsterDev:
     ):
         self.port = port or free_port()
         # As `make dev` does: runs are clients of a Spark Connect engine started beside dagster dev.
-        self.engine: Engine | None = Engine(free_port()) if engine else None
+        self.engine: ConnectServer | None = ConnectServer(free_port()) if engine else None
         self.url = f"http://127.0.0.1:{self.port}"
         self._tmp = tempfile.TemporaryDirectory(prefix="dagster-home-") if isolated and home is None else None
         if self._tmp:
@@ -64,7 +66,7 @@ class DagsterDev:
         self.location = location
         self.env = env or {}
         self.log_path = log_path or (self.home / "dagster-dev.log")
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> DagsterDev:
         self.start()
@@ -84,14 +86,10 @@ class DagsterDev:
             self.engine.log = self._log
             self.engine.start()
             env["SPARK_REMOTE"] = self.engine.url
-        self.process = subprocess.Popen(
+        self.process = start_process(  # its own process group, stopped as a whole
             [str(dagster), "dev", "-h", "127.0.0.1", "-p", str(self.port), *self.location],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, stopped as a whole
-        )
+            cwd=REPO_ROOT, env=env, log=self._log,
+        )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -121,23 +119,8 @@ class DagsterDev:
         """SIGINT (dagster dev shuts its children down), then SIGKILL whatever is left of the group."""
         if self.engine is not None:
             self.engine.stop()
-        if self.process is not None:
-            pgid = self.process.pid  # start_new_session: the group id is the leader's pid
-            if self.process.poll() is None:
-                try:
-                    os.killpg(pgid, signal.SIGINT)
-                    self.process.wait(30)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    pass
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
-            self.process = None
+        stop_group(self.process, 30, first=signal.SIGINT)
+        self.process = None
         if getattr(self, "_log", None):
             self._log.close()
             self._log = None

@@ -1,6 +1,7 @@
 """The demo's class-archive training run (``make setup``): the events chain on a scratch root,
 then a clean driver exit, which is when the JVM writes the archive
-(:func:`lakehouse_assets.lib.spark.class_archive.build` runs this module)."""
+(:func:`lakehouse_assets.lib.spark.class_archive.build` runs this module, from the repository
+root with it on ``PYTHONPATH``)."""
 
 from __future__ import annotations
 

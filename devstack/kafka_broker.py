@@ -12,14 +12,15 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-import time
+import sys
 import uuid
 from pathlib import Path
 
 import pyspark
 
-from lakehouse_assets.lib.ports import free_port, serving
-from lakehouse_assets.lib.settings import user_cache
+from devstack.ports import free_port, serving
+from devstack.supervisor import serve_in_foreground, start_process, stop_group, wait_until_serving
+from lakehouse_assets.lib.settings import LakehousePaths, current, user_cache
 
 KAFKA_VERSION = "3.9.2"
 BROKER_MODULES = [
@@ -155,24 +156,20 @@ class KafkaBroker:
             if formatted.returncode != 0:
                 last = (formatted.stderr or formatted.stdout).strip().splitlines()[-1:] or ["no output"]
                 raise BrokerError(f"formatting the broker's storage in {self.folder} failed: {last[0]}")
-        out = open(self.folder / "console.log", "ab")  # noqa: SIM115 - the broker keeps writing to it
-        self.process = subprocess.Popen(self._command("kafka.Kafka", str(config)), stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        while not serving(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise BrokerError(f"the Kafka broker did not start on {self.bootstrap} (see {self.folder / 'server.log'})")
-            time.sleep(0.2)
+        with open(self.folder / "console.log", "ab") as out:  # the broker keeps its own descriptor
+            self.process = start_process(self._command("kafka.Kafka", str(config)), log=out)
+        try:
+            wait_until_serving(self.port, self.process, timeout=timeout_s, what="the Kafka broker")
+        except (RuntimeError, TimeoutError) as error:
+            self.stop()
+            raise BrokerError(f"{error} (see {self.folder / 'server.log'})") from None
         return self
 
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_group(self.process, 30)
         self.process = None
 
     def __enter__(self) -> KafkaBroker:
@@ -184,8 +181,6 @@ class KafkaBroker:
 
 def setup() -> int:
     """``make setup``: the broker's jars into the per-user cache, once per machine."""
-    import sys
-
     if (broker_jar_dir() / "MANIFEST").exists():
         return 0
     print(f"setup: resolving Apache Kafka {KAFKA_VERSION} (the local broker) from Maven Central", flush=True)
@@ -200,32 +195,22 @@ def setup() -> int:
 def main() -> int:
     """``make kafka``: a broker in the foreground on ``LAKEHOUSE_KAFKA_PORT`` until Ctrl-C, its
     data under ``$LAKEHOUSE_ROOT/kafka``."""
-    import signal
-    import sys
-
-    from lakehouse_assets.lib.settings import LakehousePaths, current
-
     paths = LakehousePaths(current().root)
     if not paths.is_local:
         print("make kafka keeps the broker's data under a local LAKEHOUSE_ROOT; this one is a URI.", file=sys.stderr)
         return 1
     broker = KafkaBroker(paths.local_path(paths.root) / "kafka", port=current().kafka_port)
-    try:
+
+    def start() -> None:
         broker_jars(resolve=True)
         broker.start()
-    except BrokerError as error:
-        print(f"make kafka: {error}", file=sys.stderr)
-        return 1
-    print(f"Kafka {KAFKA_VERSION} on {broker.bootstrap} (data and server.log in {broker.folder}); "
-          f"runs read it with LAKEHOUSE_KAFKA_BOOTSTRAP={broker.bootstrap}. Ctrl-C stops it.", flush=True)  # fmt: skip
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        assert broker.process is not None
-        return broker.process.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        broker.stop()
+
+    return serve_in_foreground(
+        "kafka", start, broker.stop, lambda: broker.bootstrap + "\n",
+        lambda: f"Kafka {KAFKA_VERSION} on {broker.bootstrap} (data and server.log in {broker.folder}); "
+                f"runs read it with LAKEHOUSE_KAFKA_BOOTSTRAP={broker.bootstrap}. Ctrl-C stops it.",
+        watch=broker.running, exit_code=lambda: broker.process.returncode if broker.process else None, restart=False,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """A PostgreSQL server for tests and the local stack, from Debian's ``postgresql`` package.
 
-    python -m lakehouse_assets.tools.postgres [--port 5433]    (make postgres)
+    python -m devstack.postgres [--port 5433]    (make postgres)
 
 runs one in the foreground and prints the URL to export as ``DAGSTER_PG_URL``. Each server is a
 fresh cluster (``initdb``) in a temporary folder, served on 127.0.0.1 only (``pg_ctl``) for its
 one user, whose password is random and in the URL, and deleted when it stops: for one machine,
-not for data that must outlive it. The package is installed with ``apt-get`` when missing (as root).
+not for data that must outlive it. The package is installed with ``apt-get`` when missing (as root,
+:func:`devstack.apt.apt_install`).
 Postgres refuses to run as root, so as root the cluster runs as the package's ``postgres`` user.
 """
 
@@ -21,9 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lakehouse_assets.lib.ports import free_port, serving
+from devstack.apt import apt_install
+from devstack.ports import free_port, serving
+from devstack.supervisor import serve_in_foreground
 from lakehouse_assets.lib.settings import REPO_ROOT
-from lakehouse_assets.tools.foreground import serve_in_foreground
 
 USER, DATABASE = "lakehouse", "dagster"
 
@@ -51,13 +53,7 @@ def postgres_bin() -> Path:
     if not found and on_path:
         return Path(on_path).resolve().parent
     if not found:
-        if os.geteuid() != 0 or not shutil.which("apt-get"):
-            raise RuntimeError("PostgreSQL is missing: install Debian's postgresql package (apt-get install postgresql)")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
-            done = subprocess.run(step, env=env, capture_output=True, text=True, timeout=900)
-            if done.returncode != 0:
-                raise RuntimeError(f"could not install PostgreSQL with {' '.join(step)}: {done.stderr.strip()[-500:]}")
+        apt_install(["postgresql"], "PostgreSQL")
         found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     return Path(found[-1]).parent
 

@@ -1,4 +1,5 @@
-"""Ports on this machine: a free one to serve on, and whether something serves on one."""
+"""Ports on this machine: a free one to serve on, and whether something serves on one (the one
+place of both, for every local server and test)."""
 
 from __future__ import annotations
 

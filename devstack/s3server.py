@@ -1,7 +1,7 @@
 """An S3-compatible server for tests and the local stack: S3Proxy (``org.gaul:s3proxy``, from
 Maven Central) on its filesystem backend.
 
-    python -m lakehouse_assets.tools.s3server [--port 8333] [--data data/s3]    (make s3)
+    python -m devstack.s3server [--port 8333] [--data data/s3]    (make s3)
 
 runs one in the foreground, creates the bucket and prints the variables that point runs at it.
 Why S3Proxy (see docs/scale-out.md): objects are files written to a temporary name and renamed,
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pyarrow import fs as pafs
 
-from lakehouse_assets.lib.ports import free_port, serving
+from devstack.ports import free_port, serving
+from devstack.supervisor import kill_group, serve_in_foreground, start_process, stop_group, wait_until_serving
 from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
-from lakehouse_assets.tools.foreground import serve_in_foreground
 
 VERSION = "4.1.0"
 JAR = f"s3proxy-{VERSION}-jar-with-dependencies.jar"
@@ -122,16 +122,12 @@ class S3Server:
             f"jclouds.filesystem.basedir={self.data / 'buckets'}\n"
         )
         with open(self.data / "s3proxy.log", "ab") as log:  # the child keeps its own descriptor
-            self.process = subprocess.Popen(
-                ["java", "-Xmx256m", "-jar", str(jar), "--properties", str(properties)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while not serving(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"S3Proxy did not serve on port {self.port}; see {self.data / 's3proxy.log'}")
-            time.sleep(0.2)
+            self.process = start_process(["java", "-Xmx256m", "-jar", str(jar), "--properties", str(properties)], log=log)
+        try:
+            wait_until_serving(self.port, self.process, timeout=timeout, what="S3Proxy")
+        except (RuntimeError, TimeoutError) as error:
+            self.stop()
+            raise RuntimeError(f"{error}; see {self.data / 's3proxy.log'}") from None
         client = pafs.S3FileSystem(
             access_key=self.identity, secret_key=self.credential, region=REGION, scheme="http",
             endpoint_override=f"127.0.0.1:{self.port}", allow_bucket_creation=True,
@@ -142,9 +138,7 @@ class S3Server:
 
     def kill(self) -> None:
         """SIGKILL the server (its objects stay under ``data``)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        kill_group(self.process)
 
     def restart(self, down_s: float = 0.0) -> None:
         """Kill the server, stay down ``down_s`` seconds, and start it again on the same data."""
@@ -153,12 +147,7 @@ class S3Server:
         self.start()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_group(self.process, 20)
         self.process = None
 
     def close(self) -> None:

@@ -1,0 +1,65 @@
+"""The Spark Connect server's launch: Spark's own long-lived driver (``SparkConnectServer``) with
+the project's Spark settings, that every run attaches to as a thin client (``SPARK_REMOTE``).
+
+:func:`connect_server_command` and :func:`connect_server_env` are the command and environment;
+starting, watching and stopping the server is development infrastructure
+(:class:`devstack.connect_server.ConnectServer`, ``make engine``). Static settings (extensions,
+catalog, memory, master) are the launch's; a client may change only SQL settings.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.spark.object_store import SECRET_KEYS
+from lakehouse_assets.lib.spark.session import spark_conf
+
+CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def connect_server_command(
+    port: int, master: str | None = None, extra: dict[str, str] | None = None, secrets_file: Path | None = None
+) -> list[str]:
+    """``spark-submit`` of the Connect server on 127.0.0.1:``port`` with :func:`spark_conf`
+    (and ``extra`` settings over it). Credentials go to ``secrets_file`` (a properties file
+    only this user reads), never onto the command line that ``ps`` shows."""
+    conf = spark_conf(master=master, class_archive_ok=False, extra=extra)
+    secret = {key: conf.pop(key) for key in SECRET_KEYS if key in conf}
+    if secret and secrets_file is None:
+        raise ValueError("connect_server_command: credentials are configured but no secrets_file was given")
+    conf |= {
+        "spark.app.name": "lakehouse_assets-engine",
+        "spark.connect.grpc.binding.address": current().spark_local_ip,
+        "spark.connect.grpc.binding.port": str(port),
+    }
+    if "spark.jars" in conf:
+        # A master with executor JVMs: spark_conf ships Delta's jars to them; the server's own
+        # driver needs them on its class path from the start too.
+        conf["spark.driver.extraClassPath"] = str(conf["spark.jars"]).replace(",", os.pathsep)
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    command = [str(spark_submit), "--class", CONNECT_SERVER]
+    if secret:
+        assert secrets_file is not None
+        secrets_file.touch(mode=0o600)
+        secrets_file.write_text("".join(f"{key} {value}\n" for key, value in secret.items()))
+        command += ["--properties-file", str(secrets_file)]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
+def connect_server_env() -> dict[str, str]:
+    """The server's environment: its Python workers (``foreachBatch`` handlers, UDFs) run this
+    virtualenv's Python and import this checkout, like the clients."""
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env |= {
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(python_path),
+        "SPARK_LOCAL_IP": current().spark_local_ip,
+    }
+    return env
