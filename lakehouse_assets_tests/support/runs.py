@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,11 +29,19 @@ def step_intervals(instance: dg.DagsterInstance, run_ids: list[str]) -> dict[str
     return intervals
 
 
-def assert_no_overlap(intervals: dict[str, list[tuple[float, float, str]]]) -> None:
+def overlapping_steps(intervals: dict[str, list[tuple[float, float, str]]]) -> list[str]:
+    """Each case of two runs' steps of one table running at the same time, as a sentence."""
+    found = []
     for step, spans in intervals.items():
         spans = sorted(spans)
-        for (s1, e1, r1), (s2, e2, r2) in zip(spans, spans[1:]):
-            assert e1 <= s2, f"{step}: runs {r1[:8]} and {r2[:8]} wrote at the same time ({s1}-{e1} vs {s2}-{e2})"
+        for (s1, e1, r1), (s2, e2, r2) in itertools.pairwise(spans):
+            if e1 > s2:
+                found.append(f"{step}: runs {r1[:8]} and {r2[:8]} ran at the same time ({s1}-{e1} vs {s2}-{e2})")
+    return found
+
+
+def assert_no_overlap(intervals: dict[str, list[tuple[float, float, str]]]) -> None:
+    assert not (found := overlapping_steps(intervals)), found
 
 
 def assert_events_exact(spark, root: Path, messages: list[tuple[str | None, str]] = ()) -> None:
