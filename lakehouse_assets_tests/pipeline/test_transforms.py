@@ -134,6 +134,16 @@ def test_hourly_revenue_windows_categories_and_buyers(spark: SparkSession) -> No
     assertDataFrameEqual(hourly_revenue(events), expected)
 
 
+def test_the_counting_pass_names_the_landed_files_of_stored_rows(spark: SparkSession) -> None:
+    rows = [(1, "/l/a.jsonl"), (-1, "/l/b.jsonl"), (2, "kafka://t/0/7"), (3, "/l/a.jsonl"), (-4, "/l/c.jsonl"), (5, "/l/c.jsonl")]
+    df = spark.createDataFrame(rows, "n int, _source_file string")
+    expectations = [expect_or_drop("n_positive", "n > 0")]
+    counts, files = expectation_counts(with_expectation_flags(df, expectations), expectations)
+    # b.jsonl's only row was dropped (it is in no table), the Kafka message is no file
+    assert counts["__rows"] == 6 and counts["__dropped"] == 2
+    assert files == ["/l/a.jsonl", "/l/c.jsonl"]
+
+
 def test_expectation_actions_split_rows(spark: SparkSession) -> None:
     df = spark.createDataFrame([(1, "a"), (2, None), (-1, "c"), (-2, None)], "n int, s string")
     expectations = [
@@ -144,9 +154,9 @@ def test_expectation_actions_split_rows(spark: SparkSession) -> None:
     flagged = with_expectation_flags(df, expectations)
     # Rows 2 and -2 fail s_present (quarantined); -1 fails only n_positive (dropped); -2 also
     # fails n_positive but quarantine wins.
-    assert expectation_counts(flagged, expectations) == {
+    assert expectation_counts(flagged, expectations) == ({
         "__rows": 4, "__quarantined": 2, "__dropped": 1, "s_present": 2, "n_positive": 2, "n_small": 1,
-    }  # fmt: skip
+    }, None)  # fmt: skip
     kept, quarantined, dropped = split_by_expectations(flagged, expectations)
     assert sorted(r["n"] for r in kept.collect()) == [1]
     assert {r["n"]: sorted(r["failed_expectations"]) for r in quarantined.collect()} == {

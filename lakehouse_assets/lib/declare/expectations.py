@@ -110,6 +110,11 @@ def split_by_expectations(
     return kept, quarantined, dropped
 
 
+def dropped(expectations: list[Expectation]) -> Column:
+    """Over flagged rows: true where the row goes nowhere (neither the table nor its quarantine)."""
+    return _dropped(expectations)
+
+
 def failing(expectation: Expectation) -> Column:
     """Over flagged rows: true where ``expectation`` failed."""
     return ~F.col(_FLAG + expectation.name)

@@ -54,7 +54,7 @@ def evaluate_expectations(table: TableSpec, flagged: DataFrame, report: RunRepor
     """Count each expectation's failures into the report, fail the query on a violated
     ``fail`` expectation, and split the rows (one pass over ``flagged``: the counts)."""
     expectations = table.expectations
-    counts = expectation_counts(flagged, expectations)
+    counts, report.landed_files = expectation_counts(flagged, expectations)
     rows, n_quarantined, n_dropped = counts.pop("__rows"), counts.pop("__quarantined"), counts.pop("__dropped")
     for e in expectations:
         if e.action == "fail" and counts[e.name]:

@@ -48,6 +48,13 @@ class CheckContext:
         since = self.previous_versions.get(name or self.table)
         return since is not None and self.version(name) <= since
 
+    def written_by_runs_only(self, name: str | None = None) -> bool:
+        """Since its last checked version, the table changed only by micro-batch writes (no change
+        made by hand), so what the run reports having written is all that changed."""
+        since = self.previous_versions.get(name or self.table)
+        path = self.paths.table(name or self.table)
+        return since is not None and delta_log.idempotent_writes_only(path, since, self.version(name))
+
     def changes(
         self, name: str | None = None, kinds: tuple[str, ...] = ("insert", "update_postimage")
     ) -> DataFrame | None:

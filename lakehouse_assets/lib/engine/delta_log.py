@@ -62,7 +62,8 @@ def delta_row_count(table_path: str, known: int, since: int, version: int) -> in
             return None
         operation, mode = info.get("operation"), (info.get("operationParameters") or {}).get("mode")
         metrics = _numeric(info.get("operationMetrics"))
-        if operation == "WRITE" and mode == "Append" and "numOutputRows" in metrics:
+        appended = (operation == "WRITE" and mode == "Append") or _streamed_append(info)
+        if appended and "numOutputRows" in metrics:
             count += metrics["numOutputRows"]
         elif operation == "WRITE" and mode == "Overwrite" and "numOutputRows" in metrics:
             count = metrics["numOutputRows"]
@@ -75,3 +76,30 @@ def delta_row_count(table_path: str, known: int, since: int, version: int) -> in
         elif operation not in _ROWS_UNCHANGED:
             return None
     return count
+
+
+def _streamed_append(info: dict[str, Any]) -> bool:
+    """A commit of Delta's streaming sink in append mode."""
+    parameters = info.get("operationParameters") or {}
+    return info.get("operation") == "STREAMING UPDATE" and parameters.get("outputMode") == "Append"
+
+
+def streamed_rows(table_path: str, since: int, version: int | None) -> int:
+    """Rows appended by Delta's streaming sink in the commits after ``since`` up to ``version``."""
+    rows = 0
+    for v in range(since + 1, (since if version is None else version) + 1):
+        info = delta_commit_info(table_path, v) or {}
+        if _streamed_append(info):
+            rows += _numeric(info.get("operationMetrics")).get("numOutputRows", 0)
+    return rows
+
+
+def idempotent_writes_only(table_path: str, since: int, version: int) -> bool:
+    """Every commit after ``since`` up to ``version`` carries a ``txn`` action: each is a
+    micro-batch write of a streaming table (an idempotent batch write or Delta's streaming sink),
+    none a change made by hand (a DELETE, an UPDATE, an append without a transaction id)."""
+    for v in range(since + 1, version + 1):
+        text = read_text(f"{table_path}/_delta_log/{v:020d}.json") or ""
+        if not any("txn" in json.loads(line) for line in text.splitlines() if line.strip()):
+            return False
+    return True

@@ -22,3 +22,8 @@ def install(hook: Hook | None) -> None:
 def reached(table: str, point: str) -> None:
     if _hook is not None:
         _hook(table, point)
+
+
+def installed() -> bool:
+    """A hook is installed: the engine keeps to the paths that reach every fault point."""
+    return _hook is not None

@@ -32,6 +32,7 @@ _SUMMED = (
 def _to_json(report: RunReport) -> str:
     figures: dict[str, Any] = {name: getattr(report, name) for name in _SUMMED}
     figures["expectation_failures"] = report.expectation_failures
+    figures["landed_files"] = report.landed_files
     figures["written"] = {t: {"schema": s.schema.json(), "rows": s.rows} for t, s in report.written.items()}
     return json.dumps(figures)
 
@@ -41,6 +42,8 @@ def _add(report: RunReport, figures: dict[str, Any]) -> None:
         setattr(report, name, getattr(report, name) + int(figures.get(name, 0)))
     for name, failed in figures.get("expectation_failures", {}).items():
         report.expectation_failures[name] = report.expectation_failures.get(name, 0) + int(failed)
+    if figures.get("landed_files") is not None:
+        report.landed_files = sorted({*(report.landed_files or []), *figures["landed_files"]})
     for table, sample in figures.get("written", {}).items():
         report.written[table] = WrittenSample(StructType.fromJson(json.loads(sample["schema"])), sample["rows"])
 

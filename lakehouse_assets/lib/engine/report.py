@@ -75,6 +75,8 @@ class RunReport:
     batch_durations_ms: list[int] = field(default_factory=list)
     # Per output table: a sample of the last micro-batch written to it (append and merge sinks).
     written: dict[str, WrittenSample] = field(default_factory=dict)
+    # The landed files the run's micro-batches read (their ``_source_file``); None: not known.
+    landed_files: list[str] | None = None
     # What a human should look at although the run succeeded (one sentence each).
     warnings: list[str] = field(default_factory=list)
     # The run emptied its outputs and reset its checkpoint first.

@@ -14,7 +14,7 @@ from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
 from lakehouse_assets.lib.declare.sinks import KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.batch import prepare_batches
+from lakehouse_assets.lib.engine.batch import prepare_batches, publisher
 from lakehouse_assets.lib.engine.checkpoint import (
     app_id,
     ensure_table,
@@ -22,6 +22,7 @@ from lakehouse_assets.lib.engine.checkpoint import (
     guard_checkpoint,
     query_checkpoint,
 )
+from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
@@ -118,6 +119,12 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         return
     if isinstance(flow.sink, KafkaSink):
         flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
+    if writes_directly(flow):
+        stream = flow.transform(**read_inputs(spark, paths, flow, log))
+        published = publisher(flow, stream)(stream)
+        ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
+        run_direct(published, flow, paths.table(flow.name), query_checkpoint(paths, flow), report, log)
+        return
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
     if isinstance(flow.sink, RecomputeSink):
         report.refresh = "incremental"
