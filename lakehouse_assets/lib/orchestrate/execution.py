@@ -70,12 +70,15 @@ def _previous_state(
 
 
 def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
+    """The check's outcome, with how long it took (``duration_s``); an error is a failed check."""
+    started = time.monotonic()
     try:
-        return check.evaluate(ctx)
+        outcome = check.evaluate(ctx)
     except Exception as error:
         if engine_lost(error, current().spark_remote):
             raise  # not the check's failure: the run's
-        return CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
+        outcome = CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
+    return CheckOutcome(outcome.passed, {**outcome.metadata, "duration_s": round(time.monotonic() - started, 3)})
 
 
 def _materializations(
