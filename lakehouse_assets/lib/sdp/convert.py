@@ -16,7 +16,7 @@ them; lineage follows.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
 from lakehouse_assets.lib.sdp.graph import where
+from lakehouse_assets.lib.sdp.lakeflow import LAKEFLOW_TABLE
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
 from lakehouse_assets.lib.sdp.plan_reading import FileRead, row_wise_source
 from lakehouse_assets.lib.sdp.transform import PipelineQuery
@@ -208,6 +209,9 @@ class Converter:
                 f"{place}: streaming table {output.name} has no flow: add @dp.append_flow(target={output.name!r})"
             )
         found = [self.inputs_of(self.planned[(f.target, f.name)]) for f in flows]
+        if len(flows) == 1 and not found[0].streams and getattr(flows[0].func, LAKEFLOW_TABLE, False):
+            # Lakeflow's @dlt.table over a batch query is a materialized view.
+            return self.materialized_view(MaterializedView(**{f.name: getattr(output, f.name) for f in fields(output)}))
         for flow, inputs in zip(flows, found, strict=True):
             if not inputs.streams:
                 raise DeclarationError(

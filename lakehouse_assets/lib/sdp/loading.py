@@ -5,7 +5,8 @@ The spec is read by pyspark's own ``load_pipeline_spec`` (same fields, same glob
 ``libraries`` file is imported from the spec's folder with a global ``spark`` (here a
 :class:`~.spark_proxy.SessionProxy`) while pyspark's graph-element registry points at a
 :class:`~.graph.PipelineGraph`. ``dp.create_auto_cdc_flow`` is this project's meanwhile, so a
-file may ask for ``stored_as_scd_type=2`` (pyspark's refuses anything but 1).
+file may ask for ``stored_as_scd_type=2`` (pyspark's refuses anything but 1), and ``import dlt``
+gives Lakeflow's names (:mod:`~.lakeflow`), so Databricks pipeline code loads as written.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pyspark.pipelines.graph_element_registry import graph_element_registration_
 from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
 from lakehouse_assets.lib.sdp import api as lakehouse_dp
 from lakehouse_assets.lib.sdp.graph import PipelineGraph
+from lakehouse_assets.lib.sdp.lakeflow import importable_as_dlt
 from lakehouse_assets.lib.sdp.spark_proxy import SPARK
 
 
@@ -95,7 +97,12 @@ def load_graph(spec_path: Path, spec: PipelineSpec, configuration: Mapping[str, 
     (:func:`~.spark_proxy.planning` or :func:`~.spark_proxy.running_on`, given ``configuration``)."""
     spec_path = spec_path.resolve()
     graph = PipelineGraph()
-    with _in_folder(spec_path.parent), graph_element_registration_context(graph), _lakehouse_auto_cdc():
+    with (
+        _in_folder(spec_path.parent),
+        graph_element_registration_context(graph),
+        _lakehouse_auto_cdc(),
+        importable_as_dlt(),
+    ):
         for file in library_files(spec_path, spec):
             if file.suffix == ".py":
                 _import(file)

@@ -1,0 +1,42 @@
+"""A Databricks Lakeflow pipeline as written there: ``import dlt``, expectations, a view,
+``apply_changes`` into SCD type 2, and a ``@dlt.table`` over a batch query (a materialized view)."""
+
+import dlt
+from pyspark.sql import functions as F
+
+LANDING = spark.conf.get("shop.landing")  # noqa: F821 - the pipeline provides `spark`
+
+
+@dlt.table(comment="Orders as they came, without those of no value.")
+@dlt.expect_or_drop("valid_amount", "amount > 0")
+def orders():
+    return (
+        spark.readStream.format("json")  # noqa: F821
+        .schema("order_id STRING, customer_id STRING, amount DOUBLE")
+        .load(f"{LANDING}/orders")
+    )
+
+
+@dlt.view
+def changes():
+    return (
+        spark.readStream.format("json")  # noqa: F821
+        .schema("customer_id STRING, tier STRING, ts TIMESTAMP")
+        .load(f"{LANDING}/crm")
+    )
+
+
+@dlt.table
+def customer_changes():
+    return dlt.read_stream("changes")
+
+
+dlt.create_streaming_table("customers")
+dlt.apply_changes(
+    target="customers", source="customer_changes", keys=["customer_id"], sequence_by="ts", stored_as_scd_type=2
+)
+
+
+@dlt.table(comment="Revenue per customer.")
+def revenue():
+    return dlt.read("orders").groupBy("customer_id").agg(F.round(F.sum("amount"), 2).alias("revenue"))
