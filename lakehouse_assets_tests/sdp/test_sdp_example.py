@@ -68,7 +68,7 @@ def latest_metadata(instance: dg.DagsterInstance, asset: str) -> dict:
 
 def assert_tables_exact(spark, root: Path, eu: list[dict], us: list[dict], changes: list[dict]) -> None:
     # Every table as a multiset: nothing missing, nothing duplicated.
-    exact = {name: (0, 0) for name in answers.COMPARED_COLUMNS}
+    exact = dict.fromkeys(answers.COMPARED_COLUMNS, (0, 0))
     assert tally(spark, root / "tables", answers.expected_rows(eu, us, changes)) == exact
     silver = answers.silver_orders(eu, us)
     got = table(spark, root, "silver_orders")

@@ -81,7 +81,7 @@ def test_component_builds_the_same_assets() -> None:
         ({"a.py": HEADER + "@dp.materialized_view\ndef x():\n    return spark.read.table('y')\n\n\n"
                   "@dp.materialized_view\ndef y():\n    return spark.read.table('x')\n"},
          r"cycle: (x -> y -> x|y -> x -> y)"),
-        ({"a.sql": "CREATE MATERIALIZED VIEW m AS SELECT 1"}, r"a\.sql: SQL pipeline files"),
+        ({"a.sql": "\n-- a view of nothing\nCREATE MATERIALIZED VIEW m AS SELECT 1"}, r"a\.sql:3: the query reads no dataset"),
         ({"a.py": HEADER + "@dp.table\ndef t():\n    return spark.readStream.format('json').load('/etc')\n"},
          r"a\.py:3: t reads /etc, outside the data root"),
         ({"a.py": HEADER + "@dp.table\ndef t():\n    return spark.range(3)\n"}, r"a\.py:3: flow t into t reads no stream"),

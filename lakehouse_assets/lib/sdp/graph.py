@@ -105,7 +105,6 @@ class PipelineGraph(GraphElementRegistry):
     outputs: dict[str, Output] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
     cdc_flows: list[CdcFlow] = field(default_factory=list)
-    sql_files: list[Path] = field(default_factory=list)
 
     def register_output(self, output: Output) -> None:
         seen = self.outputs.get(output.name)
@@ -129,7 +128,9 @@ class PipelineGraph(GraphElementRegistry):
         self.cdc_flows.append(flow if isinstance(flow, CdcFlow) else from_pyspark_cdc(flow))
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
-        self.sql_files.append(file_path)
+        from lakehouse_assets.lib.sdp.sql_files import register_sql_file  # it builds on this module
+
+        register_sql_file(self, sql_text, file_path)
 
     def flows_into(self, target: str) -> list[Flow]:
         return [f for f in self.flows if f.target == target]

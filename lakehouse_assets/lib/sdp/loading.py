@@ -110,9 +110,4 @@ def load_graph(spec_path: Path, spec: PipelineSpec, configuration: Mapping[str, 
                 graph.register_sql(file.read_text(), file)
             else:
                 raise DeclarationError(f"{file}: a pipeline library is a .py or .sql file")
-    if graph.sql_files:
-        raise DeclarationError(
-            f"{graph.sql_files[0]}: SQL pipeline files are parsed by the Spark Declarative Pipelines server, "
-            "which this project does not run; declare these datasets in Python (@dp.materialized_view, @dp.table)"
-        )
     return LoadedPipeline(spec_path, spec, configuration, graph)
