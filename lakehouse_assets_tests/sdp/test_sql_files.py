@@ -36,6 +36,7 @@ def test_a_sql_file_declares_datasets_flows_and_lineage() -> None:
     clean = tables["orders_clean"]
     assert isinstance(clean.sink, AppendSink) and clean.upstream_tables == ["bronze_orders"]
     assert clean.description == "Orders of some value; it's the silver table."
+    assert clean.cluster_by == ["customer_id"] and clean.partition_by == []
     assert isinstance(tables["revenue"].sink, OverwriteSink) and tables["revenue"].lookup_tables == ["orders_clean"]
     # the temporary view is inlined: the flow reads the table under it
     assert tables["big_orders"].upstream_tables == ["orders_clean"]
@@ -48,8 +49,9 @@ def test_a_sql_file_declares_datasets_flows_and_lineage() -> None:
         ("\nCREATE MATERIALIZED VIEW m AS SELECT FROM WHERE", r"a\.sql:2: the query does not parse"),
         ("CREATE MATERIALIZED VIEW m", r"a\.sql:1: materialized view m has no query"),
         ("CREATE STREAMING TABLE s LOCATION '/x' AS SELECT * FROM STREAM(m)", r"a\.sql:1: cannot read 'LOCATION'"),
+        ("CREATE STREAMING TABLE s PARTITIONED BY (a) CLUSTER BY (b)", r"a\.sql:1: s is partitioned or clustered, not both"),
     ],
-    ids=["not-a-pipeline-statement", "parse-error", "no-query", "unknown-clause"],
+    ids=["not-a-pipeline-statement", "parse-error", "no-query", "unknown-clause", "partitioned-and-clustered"],
 )
 def test_what_cannot_run_is_one_sentence_naming_file_and_line(tmp_path: Path, sql: str, message: str) -> None:
     with pytest.raises(DeclarationError, match=message):

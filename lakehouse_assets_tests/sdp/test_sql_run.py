@@ -50,3 +50,6 @@ def test_sql_datasets_run_and_are_exact(tmp_path: Path, spark, monkeypatch: pyte
         assert sorted((r.order_id, r.amount) for r in table("big_orders").collect()) == sorted(
             (o, a) for o, _, a in landed if a >= 100
         )
+    # CLUSTER BY made a Delta table with liquid clustering on that column
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{root / 'tables' / 'orders_clean'}`").first()
+    assert list(detail["clusteringColumns"]) == ["customer_id"]

@@ -32,6 +32,20 @@ def test_an_input_that_is_not_a_parameter() -> None:
             return bronze
 
 
+def test_a_table_is_partitioned_or_clustered_not_both() -> None:
+    with pytest.raises(DeclarationError, match=r"orders: a Delta table is partitioned or clustered, not both"):
+
+        @streaming_table(group="g", inputs={"raw": stream("raw")}, partition_by=["day"], cluster_by=["customer_id"])
+        def orders(raw):  # noqa: ANN001, ANN202 - never run
+            return raw
+
+    @streaming_table(group="g", inputs={"raw": stream("raw")}, cluster_by=["customer_id"])
+    def clustered(raw):  # noqa: ANN001, ANN202 - never run
+        return raw
+
+    assert clustered.cluster_by == ["customer_id"] and clustered.partition_by == []
+
+
 def test_a_recompute_table_reads_exactly_one_stream() -> None:
     with pytest.raises(DeclarationError, match="exactly one Delta table as a stream or change feed"):
 

@@ -62,6 +62,7 @@ class TableSpec:
     columns: list[str] | None = None
     publish: Callable[[DataFrame], DataFrame] | None = None
     partition_by: list[str] = field(default_factory=list)
+    cluster_by: list[str] = field(default_factory=list)
     table_properties: dict[str, str] = field(default_factory=dict)
     output_mode: OutputMode = "append"
     description: str | None = None
@@ -206,6 +207,7 @@ def streaming_table(
     columns: list[str] | None = None,
     publish: Callable[[DataFrame], DataFrame] | None = None,
     partition_by: list[str] | None = None,
+    cluster_by: list[str] | None = None,
     table_properties: dict[str, str] | None = None,
     output_mode: OutputMode = "append",
     description: str | None = None,
@@ -230,6 +232,8 @@ def streaming_table(
     :param columns: the table's columns, in order (default: every column the function returns).
     :param publish: turns the function's rows into the table's rows (default: select ``columns``).
     :param partition_by: Delta partition columns.
+    :param cluster_by: Delta liquid clustering columns (set when the table is created; OPTIMIZE
+        clusters the data). Not together with ``partition_by``.
     :param table_properties: Delta table properties (change data feed is always on).
     :param output_mode: the streaming output mode (``append`` for watermark-bound aggregations).
     :param description: the asset's description (default: the function's docstring).
@@ -251,6 +255,8 @@ def streaming_table(
         _check_recompute(table_name, chosen_sink, declared)
         _check_overwrite(table_name, chosen_sink, declared, quarantine)
         _check_flows(table_name, fn, chosen_sink, list(flows or []))
+        if partition_by and cluster_by:
+            raise DeclarationError(f"{table_name}: a Delta table is partitioned or clustered, not both")
         return TableSpec(
             name=table_name,
             transform=fn,
@@ -262,6 +268,7 @@ def streaming_table(
             columns=columns,
             publish=publish,
             partition_by=list(partition_by or []),
+            cluster_by=list(cluster_by or []),
             table_properties=dict(table_properties or {}),
             output_mode=output_mode,
             description=description or inspect.getdoc(fn),

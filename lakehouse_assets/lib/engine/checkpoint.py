@@ -46,7 +46,9 @@ def ensure_table(
         storage.delete(log_dir)
     properties = {"delta.enableChangeDataFeed": "true"}
     properties.update(table.table_properties if main else {})
-    delta_sql.create_table(spark, path, schema, table.partition_by if main else [], properties)
+    delta_sql.create_table(
+        spark, path, schema, table.partition_by if main else [], properties, table.cluster_by if main else []
+    )
     if not delta_sql.is_delta_table(path):
         raise LakehouseError(f"{name}: creating the Delta table at {path} left no commit in its log; check the storage")
 

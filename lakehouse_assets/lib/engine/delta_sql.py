@@ -48,9 +48,15 @@ def _literal(text: str) -> str:
 
 
 def create_table(
-    spark: SparkSession, path: str, schema: StructType, partition_by: Sequence[str], properties: dict[str, str]
+    spark: SparkSession,
+    path: str,
+    schema: StructType,
+    partition_by: Sequence[str],
+    properties: dict[str, str],
+    cluster_by: Sequence[str] = (),
 ) -> None:
-    """Create the Delta table at ``path`` unless it exists; every column nullable."""
+    """Create the Delta table at ``path`` unless it exists, partitioned or with liquid clustering;
+    every column nullable."""
     columns = []
     for f in schema.fields:
         comment = f.metadata.get("comment")
@@ -58,6 +64,8 @@ def create_table(
     statement = f"CREATE TABLE IF NOT EXISTS {table_ref(path)} ({', '.join(columns)}) USING DELTA"
     if partition_by:
         statement += f" PARTITIONED BY ({', '.join(quote(c) for c in partition_by)})"
+    if cluster_by:
+        statement += f" CLUSTER BY ({', '.join(quote(c) for c in cluster_by)})"
     if properties:
         statement += (
             " TBLPROPERTIES (" + ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in properties.items()) + ")"

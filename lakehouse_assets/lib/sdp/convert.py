@@ -114,6 +114,10 @@ class Converter:
         expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
         quarantined = any(e.action == "quarantine" for e in expectations)
         kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
+        if getattr(output, "partition_cols", None) and getattr(output, "cluster_by", None):
+            raise DeclarationError(
+                f"{where(output.source_code_location)}: {output.name} is partitioned or clustered, not both"
+            )
         return TableSpec(
             name=output.name,
             transform=transform,
@@ -123,6 +127,7 @@ class Converter:
             expectations=expectations,
             quarantine=Quarantine(f"{output.name}_quarantine") if quarantined else None,
             partition_by=list(getattr(output, "partition_cols", None) or []),
+            cluster_by=list(getattr(output, "cluster_by", None) or []),
             table_properties=dict(getattr(output, "table_properties", None) or {}),
             description=output.comment or f"{kind.replace('_', ' ')} from {where(output.source_code_location)}",
             tags={"sdp/dataset": kind},
@@ -247,6 +252,9 @@ class Converter:
                 )
         tables: list[TableSpec] = []
         for output in self.graph.outputs.values():
+            if getattr(output, "partition_cols", None) and getattr(output, "cluster_by", None):
+                place = where(output.source_code_location)
+                raise DeclarationError(f"{place}: {output.name} is partitioned or clustered, not both")
             if isinstance(output, Sink):
                 raise DeclarationError(
                     f"{where(output.source_code_location)}: sink {output.name}: dp.create_sink is not supported yet"

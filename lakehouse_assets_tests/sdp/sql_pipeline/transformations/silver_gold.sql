@@ -1,6 +1,7 @@
 -- Silver and gold in SQL, as spark-pipelines reads them.
 CREATE STREAMING TABLE orders_clean
   COMMENT 'Orders of some value; it''s the silver table.'
+  CLUSTER BY (customer_id)
   AS SELECT * FROM STREAM(bronze_orders) WHERE amount > 0;
 
 /* Revenue per customer, recomputed when orders_clean moves. */
