@@ -1,5 +1,6 @@
-"""A Lakeflow pipeline (``import dlt``) runs here as written, over two rounds of landed files:
-every table equals what the test computes from the files itself."""
+"""A Lakeflow pipeline (``import dlt``) runs here as written, over two rounds of files landed
+outside the data root (its code names where): every table equals what the test computes from the
+files itself."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from lakehouse_assets.lib import LakehousePaths, load_spark_pipeline
 SPEC = Path(__file__).parent / "lakeflow_pipeline" / "spark-pipeline.yml"
 
 
-def land(root: Path, source: str, name: str, rows: list[dict]) -> None:
-    folder = root / "landing" / source
+def land(landing: Path, source: str, name: str, rows: list[dict]) -> None:
+    folder = landing / source
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"_{name}").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / f"_{name}").rename(folder / name)
@@ -24,8 +25,9 @@ def land(root: Path, source: str, name: str, rows: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "root"
+    root, landing = tmp_path / "root", tmp_path / "elsewhere"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))
+    monkeypatch.setenv("SHOP_LANDING", str(landing))
     rounds = [
         ([("o1", "c1", 10.0), ("o2", "c2", -1.0), ("o3", "c1", 5.5)],
          [("c1", "silver", "2026-11-01T00:00:00"), ("c2", "gold", "2026-11-01T00:00:00")]),
@@ -37,12 +39,13 @@ def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch:
     orders: list[tuple[str, str, float]] = []
     changes: list[tuple[str, str, str]] = []
     for i, (new_orders, new_changes) in enumerate(rounds):
-        land(root, "orders", f"{i}.json", [{"order_id": o, "customer_id": c, "amount": a} for o, c, a in new_orders])
-        land(root, "crm", f"{i}.json", [{"customer_id": c, "tier": t, "ts": ts} for c, t, ts in new_changes])
+        land(landing, "orders", f"{i}.json", [{"order_id": o, "customer_id": c, "amount": a} for o, c, a in new_orders])
+        land(landing, "crm", f"{i}.json", [{"customer_id": c, "tier": t, "ts": ts} for c, t, ts in new_changes])
         orders += new_orders
         changes += new_changes
         result = dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, selection="*")
         assert result.success
+        assert not (root / "landing").exists()  # nothing landed under the root; every table is there
 
         def table(name: str):
             return spark.read.format("delta").load(str(root / "tables" / name))

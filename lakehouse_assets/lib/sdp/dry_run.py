@@ -14,7 +14,6 @@ from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline, load_graph, read_spec
 from lakehouse_assets.lib.sdp.plan_reading import Reads, incremental_keys, plan_of, reads_of
 from lakehouse_assets.lib.sdp.spark_proxy import planning
-from lakehouse_assets.lib.settings import LakehousePaths
 
 
 @dataclass(frozen=True)
@@ -23,14 +22,6 @@ class Planned:
     reads: Reads
     incremental: tuple[list[str], str] | None
     plan: Message
-
-
-def _outside_root(path: str, paths: LakehousePaths) -> bool:
-    if not paths.is_local or ("://" in path and not path.startswith("file:")):
-        return False
-    local = Path(path.removeprefix("file://").removeprefix("file:"))
-    root = paths.local_path(paths.root).resolve()
-    return local.is_absolute() and root not in local.resolve().parents and local.resolve() != root
 
 
 def load_and_plan(spec_path: Path) -> tuple[LoadedPipeline, dict[tuple[str, str], Planned]]:
@@ -44,7 +35,6 @@ def load_and_plan(spec_path: Path) -> tuple[LoadedPipeline, dict[tuple[str, str]
 
 
 def _plan(loaded: LoadedPipeline) -> dict[tuple[str, str], Planned]:
-    paths = LakehousePaths.from_env()
     planned: dict[tuple[str, str], Planned] = {}
     for flow in loaded.graph.flows:
         place = where(flow.source_code_location)
@@ -67,9 +57,5 @@ def _plan(loaded: LoadedPipeline) -> dict[tuple[str, str], Planned]:
                     f"{place}: {flow.target} reads {table.name} with options {dict(table.options)}; a dataset is read "
                     "as the engine reads it (spark.read.table / spark.readStream.table without options)"
                 )
-        for read in reads.files:
-            outside = [p for p in read.paths if _outside_root(p, paths)]
-            if outside:
-                raise LakehouseError(f"{place}: {flow.target} reads {outside[0]}, outside the data root {paths.root}")
         planned[(flow.target, flow.name)] = Planned(flow, reads, incremental_keys(plan), plan)
     return planned
