@@ -37,6 +37,9 @@ def test_a_sql_file_declares_datasets_flows_and_lineage() -> None:
     assert isinstance(clean.sink, AppendSink) and clean.upstream_tables == ["bronze_orders"]
     assert clean.description == "Orders of some value; it's the silver table."
     assert clean.cluster_by == ["customer_id"] and clean.partition_by == []
+    assert {(e.name, e.condition, e.action) for e in clean.expectations} == {
+        ("positive_amount", "amount > 0", "drop"), ("known_customer", "customer_id IS NOT NULL", "warn")}  # fmt: skip
+    assert [(e.name, e.action) for e in tables["revenue"].expectations] == [("some_orders", "warn")]
     assert isinstance(tables["revenue"].sink, OverwriteSink) and tables["revenue"].lookup_tables == ["orders_clean"]
     # the temporary view is inlined: the flow reads the table under it
     assert tables["big_orders"].upstream_tables == ["orders_clean"]
@@ -50,8 +53,11 @@ def test_a_sql_file_declares_datasets_flows_and_lineage() -> None:
         ("CREATE MATERIALIZED VIEW m", r"a\.sql:1: materialized view m has no query"),
         ("CREATE STREAMING TABLE s LOCATION '/x' AS SELECT * FROM STREAM(m)", r"a\.sql:1: cannot read 'LOCATION'"),
         ("CREATE STREAMING TABLE s PARTITIONED BY (a) CLUSTER BY (b)", r"a\.sql:1: s is partitioned or clustered, not both"),
+        ("SET spark.sql.shuffle.partitions = 4", r"a\.sql:1: SET spark.sql.shuffle.partitions: Spark settings per flow"),
+        ("CREATE STREAMING TABLE s (CONSTRAINT c EXPECT (a > 0) ON VIOLATION QUARANTINE ROW)", r"a\.sql:1: cannot read 'CONSTRAINT"),
     ],
-    ids=["not-a-pipeline-statement", "parse-error", "no-query", "unknown-clause", "partitioned-and-clustered"],
+    ids=["not-a-pipeline-statement", "parse-error", "no-query", "unknown-clause", "partitioned-and-clustered", "spark-set",
+         "unknown-violation"],
 )
 def test_what_cannot_run_is_one_sentence_naming_file_and_line(tmp_path: Path, sql: str, message: str) -> None:
     with pytest.raises(DeclarationError, match=message):

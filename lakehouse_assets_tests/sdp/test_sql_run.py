@@ -35,6 +35,9 @@ def test_sql_datasets_run_and_are_exact(tmp_path: Path, spark, monkeypatch: pyte
         landed += rows
         result = dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, selection="*")
         assert result.success
+        checks = {(e.asset_key.path[-1], e.check_name): e for e in result.get_asset_check_evaluations()}
+        dropped = checks[("orders_clean", "expect_positive_amount")]
+        assert dropped.metadata["failed"].value == sum(a <= 0 for _, _, a in rows)  # this round's rows
 
         def table(name: str):
             return spark.read.format("delta").load(str(root / "tables" / name))

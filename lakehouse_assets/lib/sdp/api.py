@@ -72,6 +72,11 @@ def expectations_of(function: Callable[..., Any]) -> list[Expectation]:
     return list(getattr(function, EXPECTATIONS_ATTRIBUTE, []))
 
 
+def expect_each(expectations: list[Expectation]) -> Decorator:
+    """Attach ``expectations`` as they are (SQL's ``CONSTRAINT ... EXPECT``)."""
+    return _attach(list(expectations))
+
+
 def expect(name: str, constraint: str) -> Decorator:
     """Keep rows failing ``constraint`` (a SQL condition) and count them."""
     return _attach([Expectation(name, constraint, "warn")])

@@ -95,6 +95,11 @@ class SessionProxy:
 SPARK = SessionProxy()
 
 
+def configured(key: str) -> str | None:
+    """The spec's ``configuration`` value of ``key`` in the current scope (no session asked)."""
+    return _active_scope().configuration.get(key)
+
+
 def _the_proxy() -> SessionProxy:
     return SPARK
 

@@ -27,9 +27,11 @@ from pyspark.pipelines.output import MaterializedView, StreamingTable, Temporary
 from pyspark.pipelines.source_code_location import SourceCodeLocation
 from sqlglot import exp
 
+from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.errors import DeclarationError
+from lakehouse_assets.lib.sdp.api import expect_each
 from lakehouse_assets.lib.sdp.graph import PipelineGraph
-from lakehouse_assets.lib.sdp.spark_proxy import SPARK
+from lakehouse_assets.lib.sdp.spark_proxy import SPARK, configured
 
 _NAME = r"[`\w][`\w.]*"
 _DATASET = re.compile(
@@ -94,6 +96,43 @@ def _group(text: str) -> tuple[str, str]:
     raise ValueError("unbalanced parentheses")
 
 
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at commas outside parentheses and quotes, each part stripped."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(char)
+    return [p for p in [*parts, "".join(current).strip()] if p]
+
+
+_ON_VIOLATION = {"": "warn", "DROP ROW": "drop", "FAIL UPDATE": "fail"}
+
+
+def _constraint(item: str, place: str) -> Expectation:
+    """``CONSTRAINT name EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]``."""
+    match = re.fullmatch(r"CONSTRAINT\s+(\w+)\s+EXPECT\s*(\(.*\))\s*(?:ON\s+VIOLATION\s+(\w+\s+\w+))?", item,
+                         re.IGNORECASE | re.DOTALL)  # fmt: skip
+    violation = " ".join((match[3] or "").upper().split()) if match else None
+    if match is None or violation not in _ON_VIOLATION:
+        raise DeclarationError(
+            f"{place}: cannot read {item[:60]!r}; write CONSTRAINT <name> EXPECT (<condition>) "
+            "[ON VIOLATION DROP ROW | FAIL UPDATE]"
+        )
+    condition, _ = _group(match[2])
+    return Expectation(match[1], condition.strip(), _ON_VIOLATION[violation])  # type: ignore[arg-type]
+
+
 def _unquote(name: str) -> str:
     return name.replace("`", "")
 
@@ -106,7 +145,11 @@ def _clauses(rest: str, place: str) -> tuple[dict[str, Any], str | None]:
     while rest:
         upper = rest.upper()
         if rest.startswith("("):
-            options["schema"], rest = _group(rest)
+            inside, rest = _group(rest)
+            items = _split_top_level(inside)
+            options["expectations"] = [_constraint(i, place) for i in items if i.upper().startswith("CONSTRAINT")]
+            columns = [i for i in items if not i.upper().startswith("CONSTRAINT")]
+            options["schema"] = ", ".join(columns) or None
         elif match := re.match(r"COMMENT\s+'((?:[^']|'')*)'", rest, re.IGNORECASE):
             options["comment"], rest = match.group(1).replace("''", "'"), rest[match.end() :]
         elif match := re.match(r"(TBLPROPERTIES|PARTITIONED\s+BY|CLUSTER\s+BY)\s*(?=\()", rest, re.IGNORECASE):
@@ -173,11 +216,36 @@ def query_function(query: str, place: str) -> Callable[[], Any]:
     return build
 
 
+_VARIABLE = re.compile(r"\$\{([\w.]+)\}")
+
+
+def _substituted(statement: str, variables: dict[str, str]) -> str:
+    """``${key}`` replaced by a ``SET`` of the file or the spec's ``configuration`` (else kept)."""
+
+    def value(match: re.Match[str]) -> str:
+        key = match[1]
+        found = variables.get(key, configured(key))
+        return match[0] if found is None else str(found)
+
+    return _VARIABLE.sub(value, statement)
+
+
 def register_sql_file(graph: PipelineGraph, text: str, file: Path) -> None:
-    """Register every statement of the SQL file ``file`` in ``graph``."""
-    for line, statement in statements(text):
+    """Register every statement of the SQL file ``file`` in ``graph``. ``SET key = value``
+    defines ``${key}`` for the statements after it (as the spec's ``configuration`` does)."""
+    variables: dict[str, str] = {}
+    for line, raw in statements(text):
         location = SourceCodeLocation(filename=str(file), line_number=line)
         place = f"{file}:{line}"
+        statement = _substituted(raw, variables)
+        if match := re.fullmatch(r"SET\s+([\w.]+)\s*=\s*(.*)", statement, re.IGNORECASE | re.DOTALL):
+            if match[1].startswith("spark."):
+                raise DeclarationError(
+                    f"{place}: SET {match[1]}: Spark settings per flow are not applied here; set it on the engine "
+                    "(spark_conf of the session) instead"
+                )
+            variables[match[1]] = match[2].strip().strip("'\"")
+            continue
         if match := _FLOW.fullmatch(statement):
             name, target = _unquote(match["name"]), _unquote(match["target"])
             graph.register_flow(Flow(name, target, {}, location, query_function(match["query"], place)))
@@ -186,10 +254,11 @@ def register_sql_file(graph: PipelineGraph, text: str, file: Path) -> None:
         if match is None:
             raise DeclarationError(
                 f"{place}: not a pipeline statement: {statement.split(chr(10))[0][:80]!r} (CREATE STREAMING TABLE, "
-                "CREATE MATERIALIZED VIEW, CREATE TEMPORARY VIEW or CREATE FLOW ... AS INSERT INTO ... BY NAME)"
+                "CREATE MATERIALIZED VIEW, CREATE TEMPORARY VIEW, CREATE FLOW ... AS INSERT INTO ... BY NAME or SET)"
             )
         name, kind = _unquote(match["name"]), " ".join(match["kind"].upper().split())
         options, query = _clauses(match["rest"], place)
+        expectations = options.pop("expectations", [])
         if kind.endswith("VIEW") and kind != "MATERIALIZED VIEW":
             graph.register_output(
                 TemporaryView(name=name, comment=options.get("comment"), source_code_location=location)
@@ -201,5 +270,9 @@ def register_sql_file(graph: PipelineGraph, text: str, file: Path) -> None:
         if query is None:
             if kind != "STREAMING TABLE":
                 raise DeclarationError(f"{place}: {kind.lower()} {name} has no query (AS SELECT ...)")
+            if expectations:
+                raise DeclarationError(f"{place}: {name} has no query for its CONSTRAINTs to check; put them on a "
+                                       "dataset with AS SELECT ...")  # fmt: skip
             continue
-        graph.register_flow(Flow(name, name, {}, location, query_function(query, place)))
+        function = expect_each(expectations)(query_function(query, place))
+        graph.register_flow(Flow(name, name, {}, location, function))
