@@ -107,6 +107,14 @@ class PipelineGraph(GraphElementRegistry):
     cdc_flows: list[CdcFlow] = field(default_factory=list)
 
     def register_output(self, output: Output) -> None:
+        place = where(output.source_code_location)
+        if getattr(output, "format", None) not in (None, "delta"):
+            raise DeclarationError(f"{place}: {output.name}: format={output.format!r}; tables here are Delta tables")  # type: ignore[attr-defined]
+        if getattr(output, "schema", None) is not None:
+            raise DeclarationError(
+                f"{place}: {output.name}: schema= is not supported yet (the table's schema is its query's); "
+                "cast or select the columns in the query instead"
+            )
         seen = self.outputs.get(output.name)
         if seen is not None:
             raise DeclarationError(
