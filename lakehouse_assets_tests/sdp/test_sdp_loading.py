@@ -106,6 +106,15 @@ def test_raw_files_outside_the_data_root_are_read_where_they_are(tmp_path: Path,
     assert data_root not in outside.parents
 
 
+def test_dp_streaming_table_is_a_streaming_table(tmp_path: Path) -> None:
+    body = "@dp.streaming_table\ndef raw():\n    return spark.readStream.format('json').schema('a INT').load('landing')\n"
+    (raw,) = pipeline_tables(project(tmp_path, {"a.py": HEADER + body}))
+    assert raw.name == "raw" and isinstance(raw.sink, AppendSink)
+    import pyspark.pipelines
+
+    assert not hasattr(pyspark.pipelines, "streaming_table")  # only while the files load
+
+
 def tables_of(tmp_path: Path, body: str) -> dict:
     return {t.name: t for t in pipeline_tables(project(tmp_path, {"a.py": HEADER + "from pyspark.sql import Window, functions as F\n" + body}))}
 

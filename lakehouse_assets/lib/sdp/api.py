@@ -39,6 +39,9 @@ from lakehouse_assets.lib.sdp.spark_proxy import SPARK
 view = temporary_view
 """Lakeflow's name for :func:`temporary_view`."""
 
+streaming_table = table
+"""The tutorials' name for a streaming :func:`table`."""
+
 
 def read(name: str) -> Any:
     """Lakeflow's ``dp.read``: the dataset ``name`` as a snapshot (``spark.read.table``)."""
@@ -195,6 +198,7 @@ __all__ = [
     "materialized_view",
     "read",
     "read_stream",
+    "streaming_table",
     "table",
     "temporary_view",
     "view",
