@@ -64,6 +64,18 @@ def test_lakeflow_code_declares_the_same_datasets_as_written(tmp_path: Path) -> 
     assert sys.modules.get("dlt") is before  # another package named dlt is untouched afterwards
 
 
+def test_a_once_flow_is_a_backfill_that_reads_snapshots(tmp_path: Path) -> None:
+    once = ('@dlt.append_flow(target="orders", once=True)\ndef old():\n'
+            '    return spark.read.format("json").schema("order_id STRING, customer_id STRING, amount DOUBLE").load("h")\n')  # fmt: skip
+    tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"lakeflow.py": LAKEFLOW + "\n\n" + once}))}
+    flows = tables["orders"].flow_runs()
+    assert [(f.flow, f.once) for f in flows] == [(None, False), ("old", True)]
+    streaming = once.replace("spark.read.", "spark.readStream.")
+    (tmp_path / "s").mkdir()
+    with pytest.raises(DeclarationError, match=r"lakeflow\.py:\d+: once-flow old into orders reads a stream"):
+        pipeline_tables(project(tmp_path / "s", {"lakeflow.py": LAKEFLOW + "\n\n" + streaming}))
+
+
 def test_a_batch_lakeflow_table_that_is_not_a_group_by_is_recomputed_whole(tmp_path: Path) -> None:
     body = LAKEFLOW.replace('dlt.read("orders").groupBy("customer_id").agg(F.sum("amount").alias("revenue"))',
                             'dlt.read("orders").where("amount > 100")')  # fmt: skip

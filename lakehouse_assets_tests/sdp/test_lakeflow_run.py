@@ -36,13 +36,18 @@ def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch:
     ]  # fmt: skip
     defs = load_spark_pipeline(SPEC, paths=LakehousePaths(str(root)))
     instance = dg.DagsterInstance.ephemeral()
-    orders: list[tuple[str, str, float]] = []
+    # The old shop's orders, appended once by a backfill flow; a file landing there later is not read.
+    history = [("h1", "c1", 3.0), ("h2", "c4", -2.0)]
+    land(landing, "history", "old.json", [{"order_id": o, "customer_id": c, "amount": a} for o, c, a in history])
+    orders: list[tuple[str, str, float]] = list(history)
     changes: list[tuple[str, str, str]] = []
     for i, (new_orders, new_changes) in enumerate(rounds):
         land(landing, "orders", f"{i}.json", [{"order_id": o, "customer_id": c, "amount": a} for o, c, a in new_orders])
         land(landing, "crm", f"{i}.json", [{"customer_id": c, "tier": t, "ts": ts} for c, t, ts in new_changes])
         orders += new_orders
         changes += new_changes
+        if i == 1:
+            land(landing, "history", "late.json", [{"order_id": "h3", "customer_id": "c1", "amount": 9.0}])
         result = dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, selection="*")
         assert result.success
         assert not (root / "landing").exists()  # nothing landed under the root; every table is there

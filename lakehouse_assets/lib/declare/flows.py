@@ -31,10 +31,11 @@ class AppendFlow:
     name: str
     inputs: dict[str, Input]
     transform: Callable[..., DataFrame] | None = None
+    once: bool = False
 
 
 def append_flow(
-    name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None
+    name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None, once: bool = False
 ) -> AppendFlow:
     """Declare one more flow into a table, checkpointed at ``checkpoints/<table>/flows/<name>``.
 
@@ -43,7 +44,9 @@ def append_flow(
         own input; parameters not listed read what the table declares.
     :param transform: the flow's own function (default: the table's); it returns the table's
         columns.
+    :param once: a backfill: the flow reads its inputs as snapshots and appends them on the
+        table's next run only (again after a full refresh), as Lakeflow's ``append_flow(once=True)``.
     """
     if not _FLOW_NAME.match(name):
         raise DeclarationError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
-    return AppendFlow(name, dict(inputs), transform)
+    return AppendFlow(name, dict(inputs), transform, once)

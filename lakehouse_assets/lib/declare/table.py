@@ -75,6 +75,8 @@ class TableSpec:
     flows: list[AppendFlow] = field(default_factory=list)
     flow: str | None = None
     """Which of the table's flows this is (see :meth:`flow_runs`); None: the table's own."""
+    once: bool = False
+    """This flow is a backfill that runs once (``append_flow(once=True)``)."""
 
     @property
     def every_input(self) -> list[Input]:
@@ -113,7 +115,13 @@ class TableSpec:
         inputs and function, its own checkpoint."""
         own = replace(self, flows=[])
         return [own] + [
-            replace(own, flow=f.name, inputs={**self.inputs, **f.inputs}, transform=f.transform or self.transform)
+            replace(
+                own,
+                flow=f.name,
+                inputs={**self.inputs, **f.inputs},
+                transform=f.transform or self.transform,
+                once=f.once,
+            )
             for f in self.flows
         ]
 

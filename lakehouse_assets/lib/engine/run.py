@@ -27,6 +27,7 @@ from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
 from lakehouse_assets.lib.engine.ledger import BatchLedger
+from lakehouse_assets.lib.engine.once import run_once
 from lakehouse_assets.lib.engine.overwrite import run_overwrite
 from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
@@ -105,6 +106,9 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         return
     if isinstance(flow.sink, OverwriteSink):
         run_overwrite(spark, paths, flow, report, log)
+        return
+    if flow.once:
+        run_once(spark, paths, flow, report, log)
         return
     guard_checkpoint(spark, paths, flow)
     report.warnings += _landing_warnings(paths, flow)

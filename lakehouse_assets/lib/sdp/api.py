@@ -21,13 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from pyspark.pipelines import (
-    append_flow,
     create_sink,
     create_streaming_table,
     materialized_view,
     table,
     temporary_view,
 )
+from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
 from pyspark.pipelines.source_code_location import get_caller_source_code_location
 
@@ -51,6 +51,40 @@ def read(name: str) -> Any:
 def read_stream(name: str) -> Any:
     """Lakeflow's ``dp.read_stream``: the dataset ``name`` as a stream (``spark.readStream.table``)."""
     return SPARK.readStream.table(name)
+
+
+ONCE_ATTRIBUTE = "_lakehouse_once"
+"""Set on the function of an ``append_flow(once=True)``."""
+
+
+def append_flow(
+    *,
+    target: str,
+    name: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+    comment: str | None = None,
+    once: bool = False,
+) -> Callable[[Callable[..., Any]], Any]:
+    """pyspark's ``append_flow``, plus Lakeflow's ``once``.
+
+    :param target: the streaming table the flow appends to.
+    :param name: the flow's name (default: the function's).
+    :param spark_conf: as pyspark's.
+    :param comment: what the flow is for (documentation only).
+    :param once: a backfill: the function reads snapshots (``spark.read``) and its rows are
+        appended on the table's next run only, and again after a full refresh.
+    """
+
+    location = get_caller_source_code_location(stacklevel=1)
+
+    def register(function: Callable[..., Any]) -> Any:
+        if once:
+            setattr(function, ONCE_ATTRIBUTE, True)
+        flow = Flow(name or function.__name__, target, dict(spark_conf or {}), location, function)
+        get_active_graph_element_registry().register_flow(flow)
+        return function
+
+    return register
 
 
 EXPECTATIONS_ATTRIBUTE = "_lakehouse_expectations"

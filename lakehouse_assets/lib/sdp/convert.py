@@ -16,7 +16,7 @@ them; lineage follows.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -26,35 +26,19 @@ from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
 
 from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
-from lakehouse_assets.lib.declare.inputs import Input, change_feed, static, stream
+from lakehouse_assets.lib.declare.inputs import Input, change_feed
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, TableSink, recompute
 from lakehouse_assets.lib.declare.table import Quarantine, TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
+from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, is_once
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.lakeflow import LAKEFLOW_TABLE
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
-from lakehouse_assets.lib.sdp.plan_reading import FileRead, row_wise_source
+from lakehouse_assets.lib.sdp.plan_reading import row_wise_source
 from lakehouse_assets.lib.sdp.transform import PipelineQuery
-
-
-@dataclass
-class FlowInputs:
-    """What a flow reads once temporary views are followed: datasets (streamed or not), files,
-    and the views to compute first."""
-
-    tables: dict[str, bool] = field(default_factory=dict)
-    files: list[FileRead] = field(default_factory=list)
-    views: list[str] = field(default_factory=list)
-
-    @property
-    def streams(self) -> bool:
-        return any(self.tables.values()) or any(f.streaming for f in self.files)
-
-    def declared(self) -> dict[str, Input]:
-        return {name: stream(name) if streaming else static(name) for name, streaming in self.tables.items()}
 
 
 class Converter:
@@ -217,19 +201,15 @@ class Converter:
         if len(flows) == 1 and not found[0].streams and getattr(flows[0].func, LAKEFLOW_TABLE, False):
             # Lakeflow's @dlt.table over a batch query is a materialized view.
             return self.materialized_view(MaterializedView(**{f.name: getattr(output, f.name) for f in fields(output)}))
-        for flow, inputs in zip(flows, found, strict=True):
-            if not inputs.streams:
-                raise DeclarationError(
-                    f"{where(flow.source_code_location)}: flow {flow.name} into {output.name} reads no stream; a streaming "
-                    "table's flows read spark.readStream (use @dp.materialized_view for a snapshot query)"
-                )
+        check_streams(output.name, flows, found)
         # Each flow keeps its checkpoint by its name, whatever order the files declare flows in:
         # the table's own checkpoint only for the flow named like the table (@dp.table).
-        first = next((i for i, f in enumerate(flows) if f.name == output.name), 0)
+        first = next((i for i, f in enumerate(flows) if f.name == output.name), None)
+        first = next((i for i, f in enumerate(flows) if not is_once(f)), 0) if first is None else first
         order = [first] + [i for i in range(len(flows)) if i != first]
         flows, found = [flows[i] for i in order], [found[i] for i in order]
         further = [
-            append_flow(f.name, inputs=i.declared(), transform=self.query(f, i))
+            append_flow(f.name, inputs=i.declared(), transform=self.query(f, i), once=is_once(f))
             for f, i in zip(flows[1:], found[1:], strict=True)
         ]
         own_flow = None if flows[0].name == output.name else flows[0].name

@@ -60,17 +60,18 @@ def library_files(spec_path: Path, spec: PipelineSpec) -> list[Path]:
 
 @contextmanager
 def _lakehouse_auto_cdc() -> Iterator[None]:
-    """pyspark's ``dp`` with this project's Auto CDC, and ``dp.streaming_table`` (the tutorials'
-    name of a streaming ``dp.table``), while the files load."""
-    original = pyspark_dp.create_auto_cdc_flow
+    """pyspark's ``dp`` with this project's Auto CDC and ``append_flow`` (``once``), and
+    ``dp.streaming_table`` (the tutorials' name of a streaming ``dp.table``), while the files load."""
+    original, original_flow = pyspark_dp.create_auto_cdc_flow, pyspark_dp.append_flow
     pyspark_dp.create_auto_cdc_flow = lakehouse_dp.create_auto_cdc_flow  # type: ignore[assignment]
+    pyspark_dp.append_flow = lakehouse_dp.append_flow
     had_streaming_table = hasattr(pyspark_dp, "streaming_table")
     if not had_streaming_table:
         pyspark_dp.streaming_table = pyspark_dp.table  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        pyspark_dp.create_auto_cdc_flow = original
+        pyspark_dp.create_auto_cdc_flow, pyspark_dp.append_flow = original, original_flow
         if not had_streaming_table:
             del pyspark_dp.streaming_table  # type: ignore[attr-defined]
 

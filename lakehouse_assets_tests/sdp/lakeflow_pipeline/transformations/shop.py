@@ -17,6 +17,13 @@ def orders():
     )
 
 
+@dlt.append_flow(target="orders", once=True, comment="The old shop's orders, once.")
+def old_orders():
+    return spark.read.format("json").schema("order_id STRING, customer_id STRING, amount DOUBLE").load(  # noqa: F821
+        f"{LANDING}/history"
+    )
+
+
 @dlt.view
 def changes():
     return (
