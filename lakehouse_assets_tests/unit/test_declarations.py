@@ -46,6 +46,21 @@ def test_a_table_is_partitioned_or_clustered_not_both() -> None:
     assert clustered.cluster_by == ["customer_id"] and clustered.partition_by == []
 
 
+def test_a_once_flow_reads_snapshots() -> None:
+    with pytest.raises(DeclarationError, match=r"orders: once-flow 'old' is a backfill: give it snapshots"):
+
+        @streaming_table(group="g", inputs={"raw": stream("raw")}, flows=[append_flow("old", inputs={}, once=True)])
+        def orders(raw):  # noqa: ANN001, ANN202 - never run
+            return raw
+
+    @streaming_table(group="g", inputs={"raw": stream("raw")},
+                     flows=[append_flow("old", inputs={"raw": static("old_orders")}, once=True)])  # fmt: skip
+    def orders2(raw):  # noqa: ANN001, ANN202 - never run
+        return raw
+
+    assert [(f.flow, f.once) for f in orders2.flow_runs()] == [(None, False), ("old", True)]
+
+
 def test_a_recompute_table_reads_exactly_one_stream() -> None:
     with pytest.raises(DeclarationError, match="exactly one Delta table as a stream or change feed"):
 

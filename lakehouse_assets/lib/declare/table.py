@@ -186,7 +186,9 @@ def _check_overwrite(name: str, sink: TableSink, inputs: dict[str, Input], quara
         )
 
 
-def _check_flows(name: str, fn: Callable[..., DataFrame], sink: TableSink, flows: list[AppendFlow]) -> None:
+def _check_flows(
+    name: str, fn: Callable[..., DataFrame], sink: TableSink, flows: list[AppendFlow], inputs: dict[str, Input]
+) -> None:
     if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
         raise DeclarationError(
             f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows"
@@ -196,6 +198,8 @@ def _check_flows(name: str, fn: Callable[..., DataFrame], sink: TableSink, flows
         if flow.name in seen:
             raise DeclarationError(f"{name}: two flows are named {flow.name!r}")
         seen.add(flow.name)
+        if flow.once and any(is_streaming(i) for i in {**inputs, **flow.inputs}.values()):
+            raise DeclarationError(f"{name}: once-flow {flow.name!r} is a backfill: give it snapshots (static inputs)")
         params = set(inspect.signature(flow.transform or fn).parameters)
         unknown = set(flow.inputs) - params
         if unknown:
@@ -262,7 +266,7 @@ def streaming_table(
         chosen_sink = sink or AppendSink()
         _check_recompute(table_name, chosen_sink, declared)
         _check_overwrite(table_name, chosen_sink, declared, quarantine)
-        _check_flows(table_name, fn, chosen_sink, list(flows or []))
+        _check_flows(table_name, fn, chosen_sink, list(flows or []), declared)
         if partition_by and cluster_by:
             raise DeclarationError(f"{table_name}: a Delta table is partitioned or clustered, not both")
         return TableSpec(
