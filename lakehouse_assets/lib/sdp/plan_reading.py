@@ -51,7 +51,7 @@ def _messages(message: Message, kind: str) -> list[Message]:
     for field, value in message.ListFields():
         if field.message_type is None or field.message_type.GetOptions().map_entry:
             continue
-        for item in value if field.label == field.LABEL_REPEATED else [value]:
+        for item in value if field.is_repeated else [value]:
             if isinstance(item, Message):
                 found += _messages(item, kind)
     return found
