@@ -29,7 +29,7 @@ from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 from lakehouse_assets.lib.declare.registry import collect_tables
-from lakehouse_assets.lib.declare.sinks import append, merge, overwrite, recompute, to_kafka
+from lakehouse_assets.lib.declare.sinks import append, merge, overwrite, recompute, to_delta, to_kafka
 from lakehouse_assets.lib.declare.table import Quarantine, TableSpec, streaming_table
 from lakehouse_assets.lib.errors import (
     DeclarationError,
@@ -109,6 +109,7 @@ __all__ = [
     "static",
     "stream",
     "streaming_table",
+    "to_delta",
     "to_kafka",
     "unique",
 ]

@@ -25,9 +25,10 @@ def land(landing: Path, source: str, name: str, rows: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
-    root, landing = tmp_path / "root", tmp_path / "elsewhere"
+    root, landing, export = tmp_path / "root", tmp_path / "elsewhere", tmp_path / "warehouse" / "orders"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))
     monkeypatch.setenv("SHOP_LANDING", str(landing))
+    monkeypatch.setenv("SHOP_EXPORT", str(export))
     rounds = [
         ([("o1", "c1", 10.0), ("o2", "c2", -1.0), ("o3", "c1", 5.5)],
          [("c1", "silver", "2026-11-01T00:00:00"), ("c2", "gold", "2026-11-01T00:00:00")]),
@@ -57,6 +58,8 @@ def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch:
 
         kept = sorted(o for o, _, a in orders if a > 0)
         assert sorted(r.order_id for r in table("orders").collect()) == kept
+        # the sink got every order once, over both rounds (exactly once: Delta's streaming sink)
+        assert sorted(r.order_id for r in spark.read.format("delta").load(str(export)).collect()) == kept
         revenue: dict[str, float] = defaultdict(float)
         for _, c, a in orders:
             if a > 0:

@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 from dagster.components.testing.utils import component_defs
 
-from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink
+from lakehouse_assets.lib.declare.sinks import AppendSink, DeltaPathSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.component import SparkPipelineComponent
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
@@ -104,6 +104,19 @@ def test_raw_files_outside_the_data_root_are_read_where_they_are(tmp_path: Path,
     (raw,) = pipeline_tables(project(tmp_path, {"a.py": HEADER + body}))
     assert raw.name == "raw" and isinstance(raw.sink, AppendSink)
     assert data_root not in outside.parents
+
+
+def test_a_delta_sink_is_an_asset_fed_by_its_flows(tmp_path: Path) -> None:
+    sink = ("dp.create_sink('export', 'delta', {'path': '/tmp/export'})\n\n\n"
+            "@dp.append_flow(target='export')\ndef send():\n    return spark.readStream.table('raw')\n")  # fmt: skip
+    raw = "@dp.table\ndef raw():\n    return spark.readStream.format('json').schema('a INT').load('landing')\n\n\n"
+    tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"a.py": HEADER + raw + sink}))}
+    assert isinstance(tables["export"].sink, DeltaPathSink) and tables["export"].sink.path == "/tmp/export"
+    assert tables["export"].upstream_tables == ["raw"] and not tables["export"].writes_delta
+    kafka = sink.replace("'delta', {'path': '/tmp/export'}", "'kafka', {'topic': 't'}")
+    (tmp_path / "k").mkdir()
+    with pytest.raises(LakehouseError, match=r"a\.py:\d+: sink export: a sink here is a Delta table at a path"):
+        pipeline_tables(project(tmp_path / "k", {"a.py": HEADER + raw + kafka}))
 
 
 def test_dp_streaming_table_is_a_streaming_table(tmp_path: Path) -> None:

@@ -12,13 +12,15 @@ pipeline can declare the topic and still run where no broker exists.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.lib.declare.inputs import Input
+from lakehouse_assets.lib.declare.inputs import Input, is_streaming
+from lakehouse_assets.lib.declare.sinks import OverwriteSink, RecomputeSink, TableSink
 from lakehouse_assets.lib.errors import DeclarationError
 
 _FLOW_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -50,3 +52,27 @@ def append_flow(
     if not _FLOW_NAME.match(name):
         raise DeclarationError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
     return AppendFlow(name, dict(inputs), transform, once)
+
+
+def check_flows(
+    name: str, fn: Callable[..., DataFrame], sink: TableSink, flows: list[AppendFlow], inputs: dict[str, Input]
+) -> None:
+    """Refuse flows a table cannot have: on a recompute or overwrite table, two of one name, a
+    once-flow with a stream, inputs that are not parameters of the flow's function."""
+    if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
+        raise DeclarationError(
+            f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows"
+        )
+    seen: set[str] = set()
+    for flow in flows:
+        if flow.name in seen:
+            raise DeclarationError(f"{name}: two flows are named {flow.name!r}")
+        seen.add(flow.name)
+        if flow.once and any(is_streaming(i) for i in {**inputs, **flow.inputs}.values()):
+            raise DeclarationError(f"{name}: once-flow {flow.name!r} is a backfill: give it snapshots (static inputs)")
+        params = set(inspect.signature(flow.transform or fn).parameters)
+        unknown = set(flow.inputs) - params
+        if unknown:
+            raise DeclarationError(
+                f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function"
+            )

@@ -1,4 +1,4 @@
-"""Where and how a table's micro-batches are written (its :class:`TableSink`): five write modes,
+"""Where and how a table's micro-batches are written (its :class:`TableSink`): six write modes,
 declared here, carried out by the engine (:mod:`lakehouse_assets.lib.engine.writes`,
 :mod:`~lakehouse_assets.lib.engine.recompute` and :mod:`~lakehouse_assets.lib.engine.overwrite`).
 
@@ -9,6 +9,8 @@ declared here, carried out by the engine (:mod:`lakehouse_assets.lib.engine.writ
 - :func:`overwrite`: the function's whole result replaces the table whenever an input changed
   (a materialized view that cannot be maintained incrementally).
 - :func:`to_kafka`: publish every row to a Kafka topic instead of a Delta table (at least once).
+- :func:`to_delta`: append every row to a Delta table at a path of your own, outside the data
+  root (exactly once: Delta's streaming sink).
 """
 
 from __future__ import annotations
@@ -71,6 +73,24 @@ class KafkaSink(TableSink):
     key: list[str]
     bootstrap_servers: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeltaPathSink(TableSink):
+    """Append every row to the Delta table at ``path`` (a sink: not a table under the data root)."""
+
+    path: str
+
+
+def to_delta(path: str) -> DeltaPathSink:
+    """Append each micro-batch's rows to the Delta table at ``path`` (a local folder, ``file://``
+    or ``s3a://``), created by the first write; exactly once, through Delta's own streaming sink
+    (its transaction ids). The checkpoint stays under the data root; nothing else is written
+    there. Rows go as they come: expectations belong to the table the sink reads.
+
+    :param path: where the Delta table is.
+    """
+    return DeltaPathSink(path)
 
 
 def append() -> AppendSink:

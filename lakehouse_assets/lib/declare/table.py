@@ -21,9 +21,16 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, schema_unchanged
 from lakehouse_assets.lib.declare.expectations import Expectation
-from lakehouse_assets.lib.declare.flows import AppendFlow
+from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
-from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, OverwriteSink, RecomputeSink, TableSink
+from lakehouse_assets.lib.declare.sinks import (
+    AppendSink,
+    DeltaPathSink,
+    KafkaSink,
+    OverwriteSink,
+    RecomputeSink,
+    TableSink,
+)
 from lakehouse_assets.lib.errors import DeclarationError
 
 OutputMode = Literal["append", "update", "complete"]
@@ -136,8 +143,8 @@ class TableSpec:
 
     @property
     def writes_delta(self) -> bool:
-        """False for a table that publishes to Kafka (:func:`to_kafka`): its name is an asset, not a Delta table."""
-        return not isinstance(self.sink, KafkaSink)
+        """False for a sink (:func:`to_kafka`, :func:`to_delta`): its name is an asset, not a table under the root."""
+        return not isinstance(self.sink, (KafkaSink, DeltaPathSink))
 
     @property
     def delta_outputs(self) -> list[str]:
@@ -184,28 +191,6 @@ def _check_overwrite(name: str, sink: TableSink, inputs: dict[str, Input], quara
             f"{name}: an overwrite table reads every input as a snapshot (static()) and keeps no "
             f"quarantine; streaming inputs: {streams}, quarantine: {quarantine.table if quarantine else None}"
         )
-
-
-def _check_flows(
-    name: str, fn: Callable[..., DataFrame], sink: TableSink, flows: list[AppendFlow], inputs: dict[str, Input]
-) -> None:
-    if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
-        raise DeclarationError(
-            f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows"
-        )
-    seen: set[str] = set()
-    for flow in flows:
-        if flow.name in seen:
-            raise DeclarationError(f"{name}: two flows are named {flow.name!r}")
-        seen.add(flow.name)
-        if flow.once and any(is_streaming(i) for i in {**inputs, **flow.inputs}.values()):
-            raise DeclarationError(f"{name}: once-flow {flow.name!r} is a backfill: give it snapshots (static inputs)")
-        params = set(inspect.signature(flow.transform or fn).parameters)
-        unknown = set(flow.inputs) - params
-        if unknown:
-            raise DeclarationError(
-                f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function"
-            )
 
 
 def streaming_table(
@@ -266,9 +251,11 @@ def streaming_table(
         chosen_sink = sink or AppendSink()
         _check_recompute(table_name, chosen_sink, declared)
         _check_overwrite(table_name, chosen_sink, declared, quarantine)
-        _check_flows(table_name, fn, chosen_sink, list(flows or []), declared)
+        check_flows(table_name, fn, chosen_sink, list(flows or []), declared)
         if partition_by and cluster_by:
             raise DeclarationError(f"{table_name}: a Delta table is partitioned or clustered, not both")
+        if isinstance(chosen_sink, DeltaPathSink) and (expectations or quarantine):
+            raise DeclarationError(f"{table_name}: a sink takes rows as they come; expect on the table it reads")
         return TableSpec(
             name=table_name,
             transform=fn,

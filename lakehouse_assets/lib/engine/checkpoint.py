@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.errors import LakehouseError
@@ -59,7 +60,7 @@ def full_refresh(spark: SparkSession, paths: LakehousePaths, table: TableSpec, l
     log(f"{table.name}: full refresh: resetting checkpoint and emptying {table.outputs}")
     storage.delete(paths.checkpoint(table.name))
     for name in table.outputs:
-        path = paths.table(name)
+        path = table.sink.path if isinstance(table.sink, DeltaPathSink) and name == table.name else paths.table(name)
         if delta_sql.is_delta_table(path):
             delta_sql.delete_all_rows(spark, path)
 
@@ -72,7 +73,7 @@ def guard_checkpoint(spark: SparkSession, paths: LakehousePaths, table: TableSpe
     if table.flow is not None or storage.exists(f"{query_checkpoint(paths, table)}/metadata"):
         return
     for name in table.outputs:
-        path = paths.table(name)
+        path = table.sink.path if isinstance(table.sink, DeltaPathSink) and name == table.name else paths.table(name)
         if delta_sql.is_delta_table(path) and not spark.read.format("delta").load(path).isEmpty():
             raise LakehouseError(
                 f"{table.name}: its checkpoint is missing ({paths.checkpoint(table.name)}) but "

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
-from lakehouse_assets.lib.declare.sinks import KafkaSink, OverwriteSink, RecomputeSink
+from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches, publisher
@@ -126,8 +126,12 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     if writes_directly(flow):
         stream = flow.transform(**read_inputs(spark, paths, flow, log))
         published = publisher(flow, stream)(stream)
-        ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
-        run_direct(published, flow, paths.table(flow.name), query_checkpoint(paths, flow), report, log)
+        if isinstance(flow.sink, DeltaPathSink):
+            path = flow.sink.path  # a sink: the first write creates it
+        else:
+            path = paths.table(flow.name)
+            ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
+        run_direct(published, flow, path, query_checkpoint(paths, flow), report, log)
         return
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
     if isinstance(flow.sink, RecomputeSink):

@@ -16,7 +16,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
+from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
+from lakehouse_assets.lib.engine import delta_log
 from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
 from lakehouse_assets.lib.engine.report import RunReport
@@ -93,7 +95,10 @@ def _materializations(
     previous = request.previous or {}
     report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
     materialized = []
-    if table.name in request.assets and not table.writes_delta:
+    if table.name in request.assets and isinstance(table.sink, DeltaPathSink):
+        sent = {"rows_appended": report.rows_written, "delta_version": delta_log.delta_version(table.sink.path) or 0}
+        materialized.append(Materialized(table.name, {**run_metadata(report), **sent}))
+    elif table.name in request.assets and not table.writes_delta:
         materialized.append(Materialized(table.name, {**run_metadata(report), "messages_sent": report.rows_written}))
     elif table.name in request.assets:
         own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))

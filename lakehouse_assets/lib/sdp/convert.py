@@ -33,7 +33,7 @@ from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
-from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, is_once
+from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, delta_sink, is_once
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.lakeflow import LAKEFLOW_TABLE
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
@@ -184,13 +184,13 @@ class Converter:
         keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
         return self.table(output, sink, found.declared(), [], transform=transform, key_checks=[keyed])
 
-    def streaming_table(self, output: SdpStreamingTable) -> TableSpec:
+    def streaming_table(self, output: SdpStreamingTable | Sink, sink: TableSink | None = None) -> TableSpec:
         cdc, flows = self.graph.cdc_into(output.name), self.graph.flows_into(output.name)
         place = where(output.source_code_location)
         if cdc:
-            if len(cdc) > 1 or flows:
+            if len(cdc) > 1 or flows or isinstance(output, Sink):
                 raise DeclarationError(
-                    f"{place}: {output.name} is written by an Auto CDC flow, which must be its only flow"
+                    f"{place}: {output.name} is written by an Auto CDC flow, which must be its only flow (of a table)"
                 )
             return self.cdc_table(output)
         if not flows:
@@ -215,7 +215,7 @@ class Converter:
         own_flow = None if flows[0].name == output.name else flows[0].name
         return self.table(
             output,
-            AppendSink(),
+            sink or AppendSink(),
             found[0].declared(),
             flows,
             transform=self.query(flows[0], found[0]),
@@ -236,9 +236,7 @@ class Converter:
                 place = where(output.source_code_location)
                 raise DeclarationError(f"{place}: {output.name} is partitioned or clustered, not both")
             if isinstance(output, Sink):
-                raise DeclarationError(
-                    f"{where(output.source_code_location)}: sink {output.name}: dp.create_sink is not supported yet"
-                )
+                tables.append(self.streaming_table(output, delta_sink(output, self.graph.flows_into(output.name))))
             if isinstance(output, MaterializedView):
                 tables.append(self.materialized_view(output))
             elif isinstance(output, SdpStreamingTable):

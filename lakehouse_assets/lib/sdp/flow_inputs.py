@@ -1,14 +1,17 @@
-"""What a flow reads once temporary views are followed, and what a streaming table's flows must read."""
+"""What a flow reads once temporary views are followed, what a streaming table's flows must read,
+and a Delta sink's settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from pyspark.pipelines.flow import Flow
+from pyspark.pipelines.output import Sink
 
 from lakehouse_assets.lib.declare.inputs import Input, static, stream
+from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.errors import DeclarationError
-from lakehouse_assets.lib.sdp.api import ONCE_ATTRIBUTE
+from lakehouse_assets.lib.sdp.api import ONCE_ATTRIBUTE, expectations_of
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.plan_reading import FileRead
 
@@ -51,3 +54,17 @@ def check_streams(table: str, flows: list[Flow], found: list[FlowInputs]) -> Non
         raise DeclarationError(
             f"{where(flows[0].source_code_location)}: {table} has only once-flows; give it a streaming flow"
         )
+
+
+def delta_sink(sink: Sink, flows: list[Flow]) -> DeltaPathSink:
+    """``dp.create_sink(name, "delta", {"path": ...})`` as the sink its flows append to."""
+    place = where(sink.source_code_location)
+    path = dict(sink.options or {}).get("path")
+    if sink.format != "delta" or not path:
+        raise DeclarationError(
+            f"{place}: sink {sink.name}: a sink here is a Delta table at a path: "
+            f"dp.create_sink({sink.name!r}, 'delta', {{'path': ...}}) (got {sink.format!r}, {dict(sink.options or {})})"
+        )
+    if any(expectations_of(f.func) for f in flows):
+        raise DeclarationError(f"{place}: sink {sink.name} takes rows as they come; expect on the table it reads")
+    return DeltaPathSink(path)

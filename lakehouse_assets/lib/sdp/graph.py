@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.pipelines.flow import AutoCdcFlow, Flow
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry
-from pyspark.pipelines.output import Output
+from pyspark.pipelines.output import Output, Table
 from pyspark.pipelines.source_code_location import SourceCodeLocation
 
 from lakehouse_assets.lib.errors import DeclarationError
@@ -108,9 +108,9 @@ class PipelineGraph(GraphElementRegistry):
 
     def register_output(self, output: Output) -> None:
         place = where(output.source_code_location)
-        if getattr(output, "format", None) not in (None, "delta"):
-            raise DeclarationError(f"{place}: {output.name}: format={output.format!r}; tables here are Delta tables")  # type: ignore[attr-defined]
-        if getattr(output, "schema", None) is not None:
+        if isinstance(output, Table) and output.format not in (None, "delta"):
+            raise DeclarationError(f"{place}: {output.name}: format={output.format!r}; tables here are Delta tables")
+        if isinstance(output, Table) and output.schema is not None:
             raise DeclarationError(
                 f"{place}: {output.name}: schema= is not supported yet (the table's schema is its query's); "
                 "cast or select the columns in the query instead"

@@ -1,5 +1,6 @@
-"""A Databricks Lakeflow pipeline as written there: ``import dlt``, expectations, a view,
-``apply_changes`` into SCD type 2, and a ``@dlt.table`` over a batch query (a materialized view)."""
+"""A Databricks Lakeflow pipeline as written there: ``import dlt``, expectations, a backfill
+(``once=True``), a Delta sink, a view, ``apply_changes`` into SCD type 2, and a ``@dlt.table`` over a
+batch query (a materialized view)."""
 
 import dlt
 from pyspark.sql import functions as F
@@ -22,6 +23,15 @@ def old_orders():
     return spark.read.format("json").schema("order_id STRING, customer_id STRING, amount DOUBLE").load(  # noqa: F821
         f"{LANDING}/history"
     )
+
+
+# Every order also goes to a Delta table of the warehouse team's, outside the lakehouse.
+dlt.create_sink("orders_export", "delta", {"path": spark.conf.get("shop.export")})  # noqa: F821
+
+
+@dlt.append_flow(target="orders_export")
+def export_orders():
+    return dlt.read_stream("orders")
 
 
 @dlt.view
