@@ -119,6 +119,18 @@ def test_a_delta_sink_is_an_asset_fed_by_its_flows(tmp_path: Path) -> None:
         pipeline_tables(project(tmp_path / "k", {"a.py": HEADER + raw + kafka}))
 
 
+def test_a_column_of_any_session_names_its_column() -> None:
+    from lakehouse_assets.lib.sdp.graph import column_name
+
+    class ForeignColumn:  # a Column whose internals are neither Connect's nor classic's
+        def __repr__(self) -> str:
+            return "Column<'seq'>"
+
+    assert column_name(ForeignColumn(), "sequence_by", None) == "seq"  # type: ignore[arg-type]
+    with pytest.raises(LakehouseError, match="sequence_by must name a column"):
+        column_name(3, "sequence_by", None)  # type: ignore[arg-type]
+
+
 def test_dp_streaming_table_is_a_streaming_table(tmp_path: Path) -> None:
     body = "@dp.streaming_table\ndef raw():\n    return spark.readStream.format('json').schema('a INT').load('landing')\n"
     (raw,) = pipeline_tables(project(tmp_path, {"a.py": HEADER + body}))

@@ -9,6 +9,7 @@ declared, for :mod:`.convert` to turn into tables.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,9 @@ def column_name(column: Any, what: str, location: SourceCodeLocation) -> str:
     name = getattr(expr, "_unparsed_identifier", None)
     if name is None and getattr(column, "_jc", None) is not None:  # a classic Column
         name = column._jc.toString()
+    if name is None:  # any other Column of a plain name shows as Column<'name'>
+        shown = re.fullmatch(r"Column<'(\w+)'>", repr(column))
+        name = shown[1] if shown else None
     if name is None or not str(name).replace("_", "").isalnum():
         raise DeclarationError(
             f"{where(location)}: {what} must name a column (a string or col('name')), not {column!r}"
