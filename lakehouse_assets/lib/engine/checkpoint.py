@@ -20,6 +20,13 @@ def query_checkpoint(paths: LakehousePaths, table: TableSpec) -> str:
     return f"{paths.checkpoint(table.checkpoint_name)}/query"
 
 
+def uncommitted_batch(paths: LakehousePaths, table: TableSpec) -> bool:
+    """The query's last planned micro-batch has no commit: the next run replays it."""
+    query = query_checkpoint(paths, table)
+    ids = [int(n) for n in storage.list_names(f"{query}/offsets") if n.isdigit()]
+    return bool(ids) and not storage.exists(f"{query}/commits/{max(ids)}")
+
+
 def app_id(paths: LakehousePaths, table: TableSpec) -> str:
     """Identity of the table's checkpoint: new after a full refresh, stable across restarts,
     so Delta's txnVersion dedup never skips a batch of a rebuilt table."""

@@ -17,23 +17,35 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.sinks import AppendSink, DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import delta_log, faults
+from lakehouse_assets.lib.engine import delta_log, faults, storage
+from lakehouse_assets.lib.engine.checkpoint import uncommitted_batch
 from lakehouse_assets.lib.engine.query import await_query
 from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.settings import LakehousePaths
 
 
-def writes_directly(flow: TableSpec) -> bool:
-    """The flow's rows can go straight into its Delta table (see the module's docstring); not
-    while a crash test watches the handler's fault points."""
+def writes_directly(paths: LakehousePaths, flow: TableSpec) -> bool:
+    """The flow's rows go straight into Delta (see the module's docstring).
+
+    The two ways make a write idempotent under different transaction ids (the query's id; the
+    checkpoint's app id), so a micro-batch replayed after a crash is written the way it was
+    first: the checkpoint's ``writer`` file says which way wrote its last batch. A crash test
+    watching the handler's fault points takes the handler."""
     if isinstance(flow.sink, DeltaPathSink):
-        return True  # a Delta sink outside the root always writes this way (no expectations)
-    return (
-        isinstance(flow.sink, AppendSink)
-        and flow.writes_delta
-        and not flow.expectations
-        and flow.quarantine is None
-        and not faults.installed()
+        return True  # a Delta sink outside the root only writes this way (it has no expectations)
+    marker = f"{paths.checkpoint(flow.checkpoint_name)}/writer"
+    was_direct = (storage.read_text(marker) or "").strip() == "direct"
+    eligible = (
+        isinstance(flow.sink, AppendSink) and flow.writes_delta and not flow.expectations and flow.quarantine is None
     )
+    if not eligible and not was_direct:
+        return False
+    if uncommitted_batch(paths, flow):
+        return was_direct and eligible  # replay the batch the way it was written
+    direct = eligible and not faults.installed()
+    if direct != was_direct:
+        storage.write_text(marker, "direct" if direct else "handler")
+    return direct
 
 
 def run_direct(

@@ -123,7 +123,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         return
     if isinstance(flow.sink, KafkaSink):
         flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
-    if writes_directly(flow):
+    if writes_directly(paths, flow):
         stream = flow.transform(**read_inputs(spark, paths, flow, log))
         published = publisher(flow, stream)(stream)
         if isinstance(flow.sink, DeltaPathSink):
