@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import dagster as dg
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
@@ -96,7 +97,8 @@ def _materializations(
     report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
     materialized = []
     if table.name in request.assets and isinstance(table.sink, DeltaPathSink):
-        sent = {"rows_appended": report.rows_written, "delta_version": delta_log.delta_version(table.sink.path) or 0}
+        version = dg.MetadataValue.int(delta_log.delta_version(table.sink.path) or 0)
+        sent = {"rows_appended": report.rows_written, "delta_version": version}
         materialized.append(Materialized(table.name, {**run_metadata(report), **sent}))
     elif table.name in request.assets and not table.writes_delta:
         materialized.append(Materialized(table.name, {**run_metadata(report), "messages_sent": report.rows_written}))
