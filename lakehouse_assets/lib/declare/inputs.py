@@ -4,12 +4,17 @@ only."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from lakehouse_assets.lib.errors import DeclarationError
 
 ReadMode = Literal["stream", "static", "change_feed"]
+LandingFormat = Literal["text", "csv", "json"]
+# Auto Loader's names for what a landed file with fields the schema lacks does to the schema.
+SchemaEvolution = Literal["addNewColumns", "rescue", "failOnNewColumns", "none"]
+SCHEMA_EVOLUTION_MODES = ("addNewColumns", "rescue", "failOnNewColumns", "none")
 
 
 @dataclass(frozen=True)
@@ -35,16 +40,30 @@ class TableInput:
 
 @dataclass(frozen=True)
 class LandingInput:
-    """Files producers drop into ``$LAKEHOUSE_ROOT/landing/<source>/``, read as lines or CSV.
+    """Files producers drop into ``$LAKEHOUSE_ROOT/landing/<source>/``, read as lines, CSV or
+    JSON objects with an inferred, evolving schema.
 
     Names starting with ``_`` or ``.`` are in-progress and skipped; ``.gz`` files are decompressed.
     """
 
     source: str
-    format: Literal["text", "csv"] = "text"
+    format: LandingFormat = "text"
     glob: str = "*"
     options: dict[str, str] = field(default_factory=dict)
     schema: str | None = None
+    schema_hints: str | None = None
+    schema_evolution: SchemaEvolution | None = None
+
+    @property
+    def infers_schema(self) -> bool:
+        """Read with a schema the engine keeps with the checkpoint (inferred, evolving)."""
+        return self.format == "json"
+
+    @property
+    def evolution(self) -> SchemaEvolution:
+        """The evolution mode; by default Auto Loader's: ``addNewColumns`` when the schema is
+        inferred, ``none`` when it is given."""
+        return self.schema_evolution or ("none" if self.schema else "addNewColumns")
 
 
 @dataclass(frozen=True)
@@ -113,20 +132,82 @@ def change_feed(table: str, *, options: dict[str, str] | None = None) -> TableIn
 def landing(
     source: str,
     *,
-    format: Literal["text", "csv"] = "text",
+    format: LandingFormat = "text",
     glob: str = "*",
     options: dict[str, str] | None = None,
     schema: str | None = None,
+    schema_hints: str | None = None,
+    schema_evolution: SchemaEvolution | None = None,
 ) -> LandingInput:
     """Read the files landed in ``landing/<source>/``.
 
     :param source: the landing folder's name.
-    :param format: ``text`` (one row per line, column ``value``) or ``csv``.
+    :param format: ``text`` (one row per line, column ``value``), ``csv``, or ``json`` (one object
+        per line, parsed into columns; the schema is inferred from the files when not given,
+        kept with the table's checkpoint and evolved as ``schema_evolution`` says). A ``json``
+        input's rows carry ``_rescued_data``: fields the schema lacks and values that do not
+        fit their column's type, as a JSON object (a line that is not a JSON object is kept
+        whole there under ``_corrupt_record``).
     :param glob: which file names to read, e.g. ``*.{json,jsonl}``; ``.gz`` variants must match too.
     :param options: Spark reader options (CSV header, encoding, ...).
-    :param schema: DDL schema (CSV).
+    :param schema: DDL schema, e.g. ``"id string, kwh double"`` (CSV: required; JSON: instead of
+        inference, and the starting point of evolution).
+    :param schema_hints: JSON: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
+        a hinted column absent from the files is added too.
+    :param schema_evolution: JSON: what a file with new fields does. ``addNewColumns`` (default
+        when inferring): they become nullable columns of the table in the same run;
+        ``rescue``: the schema never changes, they go to ``_rescued_data``;
+        ``failOnNewColumns``: the run stops naming the fields and the file, writing nothing,
+        until ``schema`` has them; ``none`` (default with ``schema``): they are ignored.
     """
-    return LandingInput(source, format, glob, dict(options or {}), schema)
+    if format not in ("text", "csv", "json"):
+        raise DeclarationError(f"landing({source!r}): format must be 'text', 'csv' or 'json', not {format!r}")
+    if format != "json" and (schema_hints or schema_evolution):
+        raise DeclarationError(f"landing({source!r}): schema_hints and schema_evolution apply to format='json'")
+    if schema_evolution is not None and schema_evolution not in SCHEMA_EVOLUTION_MODES:
+        raise DeclarationError(
+            f"landing({source!r}): schema_evolution must be one of {', '.join(SCHEMA_EVOLUTION_MODES)}, "
+            f"not {schema_evolution!r}"
+        )
+    for ddl in (schema, schema_hints):
+        if ddl and format == "json":
+            ddl_columns(ddl)  # a malformed DDL stops the declaration, not a run
+    return LandingInput(source, format, glob, dict(options or {}), schema, schema_hints, schema_evolution)
+
+
+def ddl_columns(ddl: str) -> dict[str, str]:
+    """``"a string, `b c` decimal(10,2), d struct<x:int,y:int>"`` as ``{name: type}``, in order.
+
+    :param ddl: column definitions separated by top-level commas; names may be back-quoted.
+    """
+    columns: dict[str, str] = {}
+    for part in _top_level(ddl):
+        match = re.fullmatch(r"\s*(`(?:[^`]|``)+`|[A-Za-z_][\w]*)\s*:?\s+(.+?)\s*", part, re.S)
+        if not match:
+            raise DeclarationError(f"schema {ddl!r}: {part.strip()!r} is not 'name type'")
+        name = match.group(1)
+        if name.startswith("`"):
+            name = name[1:-1].replace("``", "`")
+        columns[name] = match.group(2)
+    if not columns:
+        raise DeclarationError(f"schema {ddl!r} names no column")
+    return columns
+
+
+def _top_level(ddl: str) -> list[str]:
+    parts, depth, start, quoted = [], 0, 0, False
+    for i, char in enumerate(ddl):
+        if char == "`":
+            quoted = not quoted
+        elif not quoted and char in "<(":
+            depth += 1
+        elif not quoted and char in ">)":
+            depth -= 1
+        elif not quoted and depth == 0 and char == ",":
+            parts.append(ddl[start:i])
+            start = i + 1
+    parts.append(ddl[start:])
+    return [p for p in parts if p.strip()]
 
 
 def kafka(

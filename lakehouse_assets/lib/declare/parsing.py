@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 RESCUED = "_rescued_data"
 IS_JSON_OBJECT = "_is_json_object"
+CORRUPT_RECORD = "_corrupt_record"
 
 
 BLANK = r"(?U)^\s*$"  # Unicode white space only (tabs, no-break spaces, ...), or nothing
@@ -22,12 +23,12 @@ def non_blank_lines(lines: DataFrame, column: str = "value") -> DataFrame:
     return lines.where(~F.col(column).rlike(BLANK))
 
 
-def _rescued(fields: dict[str, str], as_map: Column, parsed: Column) -> Column:
+def _rescued(fields: dict[str, str], as_map: Column, parsed: Column, undeclared: bool = True) -> Column:
     declared = F.array(*[F.lit(name) for name in fields])
     typed = [name for name, kind in fields.items() if kind != "string"]
 
     def keep(key: Column, value: Column) -> Column:
-        condition = ~F.array_contains(declared, key)
+        condition = ~F.array_contains(declared, key) if undeclared else F.lit(False)
         for name in typed:
             condition = condition | (
                 (key == F.lit(name)) & parsed[name].isNull() & ~F.call_function("is_variant_null", value)
@@ -38,11 +39,19 @@ def _rescued(fields: dict[str, str], as_map: Column, parsed: Column) -> Column:
     return F.when(F.size(rescued) > 0, F.to_json(rescued))
 
 
-def parse_json_lines(lines: DataFrame, fields: dict[str, str], column: str = "value") -> DataFrame:
+def parse_json_lines(
+    lines: DataFrame, fields: dict[str, str], column: str = "value", rescue_undeclared: bool = True
+) -> DataFrame:
     """Parse one JSON object per line into the declared ``fields`` (name -> Spark SQL type).
 
     Adds the declared columns, ``_rescued_data`` and ``_is_json_object`` (False for truncated
     lines, garbage, arrays and scalars); other columns of ``lines`` are kept.
+
+    :param lines: the frame holding the lines.
+    :param fields: column name -> Spark SQL type, in order.
+    :param column: the column holding the lines.
+    :param rescue_undeclared: keep fields not in ``fields`` in ``_rescued_data`` (False: only
+        values that do not fit their declared type are kept there).
     """
     schema = ", ".join(f"`{name}` {kind}" for name, kind in fields.items())
     as_map = F.from_json(F.col(column), "map<string,variant>")
@@ -51,6 +60,24 @@ def parse_json_lines(lines: DataFrame, fields: dict[str, str], column: str = "va
     return staged.select(
         *lines.columns,
         *[F.col("__lh_parsed")[name].alias(name) for name in fields],
-        _rescued(fields, F.col("__lh_map"), F.col("__lh_parsed")).alias(RESCUED),
+        _rescued(fields, F.col("__lh_map"), F.col("__lh_parsed"), rescue_undeclared).alias(RESCUED),
         F.col("__lh_map").isNotNull().alias(IS_JSON_OBJECT),
     )
+
+
+def parse_landed_json(lines: DataFrame, fields: dict[str, str], rescue_undeclared: bool = True) -> DataFrame:
+    """Landed lines (column ``value``) as rows of ``fields`` plus ``_rescued_data``: what a
+    ``landing(format="json")`` input reads. Blank lines carry nothing and go; a line that is not
+    a JSON object is kept whole in ``_rescued_data`` as ``{"_corrupt_record": line}``.
+
+    :param lines: landed lines with ``value`` and any further columns (file, ingestion time).
+    :param fields: column name -> Spark SQL type, in order.
+    :param rescue_undeclared: as in :func:`parse_json_lines`.
+    """
+    line = "__lh_line"  # a field may itself be called value
+    staged = non_blank_lines(lines).withColumnRenamed("value", line)
+    parsed = parse_json_lines(staged, fields, column=line, rescue_undeclared=rescue_undeclared)
+    corrupt = F.to_json(F.create_map(F.lit(CORRUPT_RECORD), F.col(line)))
+    rescued = F.when(F.col(IS_JSON_OBJECT), F.col(RESCUED)).otherwise(corrupt).alias(RESCUED)
+    others = [F.col(f"`{c}`") for c in lines.columns if c != "value"]
+    return parsed.select(*[F.col(f"`{name}`") for name in fields], rescued, *others)

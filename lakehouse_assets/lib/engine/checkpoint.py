@@ -40,12 +40,20 @@ def app_id(paths: LakehousePaths, table: TableSpec) -> str:
 
 def ensure_table(
     spark: SparkSession, paths: LakehousePaths, name: str, schema: StructType, table: TableSpec, main: bool
-) -> None:
+) -> list[str]:
     """Create the Delta table ``name`` (the table itself when ``main``, else its quarantine)
-    with change data feed on, unless it exists."""
+    with change data feed on, unless it exists; an existing table gains the columns of
+    ``schema`` it lacks (nullable: earlier rows read null). A sentence per column added."""
     path = paths.table(name)
+    # The schema last reconciled with the table: an unchanged plan costs one small read, not a
+    # Delta snapshot of the table.
+    reconciled = f"{paths.checkpoint(table.checkpoint_name)}/columns/{name}.json"
     if delta_sql.is_delta_table(path):
-        return
+        if storage.read_text(reconciled) == schema.json():
+            return []
+        added = delta_sql.add_missing_columns(spark, path, schema)
+        storage.write_text(reconciled, schema.json())
+        return [f"{name}: added column {c}" for c in added]
     log_dir = f"{path}/_delta_log"
     if storage.exists(log_dir):
         # A creation cut off before its first commit (a killed engine or run) leaves a log with
@@ -59,6 +67,8 @@ def ensure_table(
     )
     if not delta_sql.is_delta_table(path):
         raise LakehouseError(f"{name}: creating the Delta table at {path} left no commit in its log; check the storage")
+    storage.write_text(reconciled, schema.json())
+    return []
 
 
 def full_refresh(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Callable[[str], None]) -> None:

@@ -73,6 +73,17 @@ def create_table(
     spark.sql(statement)
 
 
+def add_missing_columns(spark: SparkSession, path: str, schema: StructType) -> list[str]:
+    """Add to the Delta table at ``path`` the columns of ``schema`` it lacks (compared
+    case-insensitively, as Spark resolves names), at the end; ``name type`` of each added."""
+    present = {f.name.lower() for f in spark.read.format("delta").load(path).schema.fields}
+    missing = [f for f in schema.fields if f.name.lower() not in present]
+    if missing:
+        columns = ", ".join(f"{quote(f.name)} {sql_type(f.dataType)}" for f in missing)
+        spark.sql(f"ALTER TABLE {table_ref(path)} ADD COLUMNS ({columns})")
+    return [f"{f.name} {sql_type(f.dataType)}" for f in missing]
+
+
 def delete_all_rows(spark: SparkSession, path: str) -> None:
     spark.sql(f"DELETE FROM {table_ref(path)}")
 

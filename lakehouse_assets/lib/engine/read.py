@@ -10,9 +10,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput, TableInput
+from lakehouse_assets.lib.declare.parsing import parse_landed_json
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
+from lakehouse_assets.lib.engine.landing_schema import evolve_schema, stored_schema
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
@@ -37,28 +39,34 @@ def reject_outside_links(paths: LakehousePaths, landing_path: str, log: Log) -> 
                 log(f"rejected {entry}: a symbolic link to {target}, outside the data root")
 
 
-def read_landing(spark: SparkSession, paths: LakehousePaths, source: LandingInput, log: Log) -> DataFrame:
+def read_landing(
+    spark: SparkSession, paths: LakehousePaths, source: LandingInput, log: Log, schema: dict[str, str] | None = None
+) -> DataFrame:
+    """The landed files as a stream: lines, CSV rows, or (``json``) rows of ``schema``."""
     path = paths.landing(source.source)
     storage.make_dirs(path)
     reject_outside_links(paths, path, log)
     # A landed file removed after a failed batch planned it (say a corrupt gzip the user
     # deleted) must not wedge the retry; complete files are immutable otherwise.
     reader = (
-        spark.readStream.format(source.format)
+        spark.readStream.format("text" if source.infers_schema else source.format)
         .option("pathGlobFilter", source.glob)
         .option("ignoreMissingFiles", "true")
         # Spark skips files whose mtime is older than the newest seen minus maxFileAge
         # (7 days by default): a file renamed into place with an old mtime would be lost.
         .option("maxFileAge", "100000d")
     )
-    if source.schema:
+    if source.schema and not source.infers_schema:
         reader = reader.schema(source.schema)
     df = reader.options(**source.options).load(path)
-    return df.select(
+    df = df.select(
         "*",
         F.col("_metadata.file_path").alias("_source_file"),
         F.current_timestamp().alias("_ingested_at"),
     )
+    if source.infers_schema:
+        return parse_landed_json(df, schema or {}, rescue_undeclared=source.evolution != "none")
+    return df
 
 
 def require_table(spark: SparkSession, paths: LakehousePaths, name: str, reader: str) -> str:
@@ -92,7 +100,14 @@ def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, lo
     frames = {}
     for param, source in table.inputs.items():
         if isinstance(source, LandingInput):
-            frames[param] = read_landing(spark, paths, source, log)
+            schema = None
+            if source.infers_schema:
+                recorded = stored_schema(paths, table, param)
+                if recorded is None:
+                    evolve_schema(spark, paths, table, param, source, log)
+                    recorded = stored_schema(paths, table, param)
+                schema = recorded.columns if recorded else None
+            frames[param] = read_landing(spark, paths, source, log, schema)
         elif isinstance(source, KafkaInput):
             frames[param] = read_kafka(spark, source, table)
         else:

@@ -77,6 +77,8 @@ class RunReport:
     written: dict[str, WrittenSample] = field(default_factory=dict)
     # The landed files the run's micro-batches read (their ``_source_file``); None: not known.
     landed_files: list[str] | None = None
+    # Schema inferred or evolved for the run's landed JSON, and columns the table gained.
+    schema_changes: list[str] = field(default_factory=list)
     # What a human should look at although the run succeeded (one sentence each).
     warnings: list[str] = field(default_factory=list)
     # The run emptied its outputs and reset its checkpoint first.

@@ -26,6 +26,7 @@ from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
+from lakehouse_assets.lib.engine.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.once import run_once
 from lakehouse_assets.lib.engine.overwrite import run_overwrite
@@ -121,6 +122,9 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         # Starting the query would only read the checkpoint and find nothing new.
         log(f"{name}: nothing new in {idle} since the last run; query not started")
         return
+    for param, source in flow.inputs.items():
+        if isinstance(source, LandingInput) and source.infers_schema:
+            report.schema_changes += evolve_schema(spark, paths, flow, param, source, log)
     if isinstance(flow.sink, KafkaSink):
         flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
     if writes_directly(paths, flow):
@@ -130,7 +134,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
             path = flow.sink.path  # a sink: the first write creates it
         else:
             path = paths.table(flow.name)
-            ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
+            report.schema_changes += ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
         run_direct(published, flow, path, query_checkpoint(paths, flow), report, log)
         return
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
@@ -140,9 +144,11 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
     prepared = strategy(spark, paths, flow, inputs, ledger, app_id(paths, flow))
     if prepared.quarantine_schema is not None and flow.quarantine:
-        ensure_table(spark, paths, flow.quarantine.table, prepared.quarantine_schema, flow, main=False)
+        report.schema_changes += ensure_table(
+            spark, paths, flow.quarantine.table, prepared.quarantine_schema, flow, main=False
+        )
     if flow.writes_delta:
-        ensure_table(spark, paths, flow.name, prepared.output_schema, flow, main=True)
+        report.schema_changes += ensure_table(spark, paths, flow.name, prepared.output_schema, flow, main=True)
     try:
         run_query(prepared.stream, flow, prepared.handler, query_checkpoint(paths, flow), report, log)
     finally:

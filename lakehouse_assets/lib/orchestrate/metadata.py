@@ -132,6 +132,8 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
         metadata["watermark"] = report.watermark or "not set yet: no event read"
     if report.refresh:
         metadata["refresh"] = report.refresh
+    if report.schema_changes:
+        metadata["schema_changes"] = dg.MetadataValue.md("\n".join(f"- {c}" for c in report.schema_changes))
     if report.warnings:
         metadata["warnings"] = dg.MetadataValue.md("\n".join(f"- {w}" for w in report.warnings))
     for name, failed in sorted(report.expectation_failures.items()):

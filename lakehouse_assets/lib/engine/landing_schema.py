@@ -1,0 +1,154 @@
+"""The schema of a ``landing(format="json")`` input: inferred from the first files, kept with the
+table's checkpoint, versioned, and evolved as the input's mode says when later files bring new
+fields (Auto Loader's ``addNewColumns``, ``rescue``, ``failOnNewColumns``, ``none``).
+
+Under ``<checkpoint>/_schemas/<parameter>/``: ``<n>.json``, one file per schema version (the
+columns in order, with what was added and from which file), and ``examined.json``, the landed
+files whose fields have been compared with the schema. A new version is written before the run's
+query starts, so a run killed anywhere leaves a schema its retry reads the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
+from lakehouse_assets.lib.declare.table import TableSpec
+from lakehouse_assets.lib.engine import faults, storage
+from lakehouse_assets.lib.engine.delta_sql import sql_type
+from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches
+from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.settings import LakehousePaths
+
+Log = Callable[[str], None]
+CORRUPT = "_corrupt_record"
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    """One version of an input's schema: its columns (name -> Spark SQL type) in order."""
+
+    version: int
+    columns: dict[str, str]
+
+
+def schema_folder(paths: LakehousePaths, table: TableSpec, parameter: str) -> str:
+    return f"{paths.checkpoint(table.checkpoint_name)}/_schemas/{parameter}"
+
+
+def stored_schema(paths: LakehousePaths, table: TableSpec, parameter: str) -> SchemaVersion | None:
+    """The input's latest recorded schema, or None before its first run."""
+    folder = schema_folder(paths, table, parameter)
+    versions = [int(n[: -len(".json")]) for n in storage.list_names(folder) if n[: -len(".json")].isdigit()]
+    if not versions:
+        return None
+    latest = max(versions)
+    record = json.loads(storage.read_text(f"{folder}/{latest}.json") or "{}")
+    return SchemaVersion(latest, dict(record["columns"]))
+
+
+def _examined(folder: str) -> set[str]:
+    return set(json.loads(storage.read_text(f"{folder}/examined.json") or "[]"))
+
+
+def _landed_files(paths: LakehousePaths, source: LandingInput) -> list[str]:
+    """Complete files of the landing folder the input's glob matches, by name."""
+    patterns = expand_globs([source.glob])
+    return sorted(
+        e.base_name
+        for e in storage.list_entries(paths.landing(source.source))
+        if e.is_file and is_complete(e.base_name) and matches(e.base_name, patterns)
+    )
+
+
+def infer_columns(spark: SparkSession, files: list[str]) -> dict[str, str]:
+    """The columns Spark's JSON inference finds in ``files``: name -> type, in order."""
+    frame = spark.read.option("mode", "PERMISSIVE").json(files)
+    return {f.name: sql_type(f.dataType) for f in frame.schema.fields if f.name != CORRUPT}
+
+
+def first_files(spark: SparkSession, files: list[str], columns: list[str]) -> dict[str, str]:
+    """For each of ``columns``, the first of ``files`` (by path) holding a value of it."""
+    if not columns:
+        return {}
+    frame = spark.read.option("mode", "PERMISSIVE").json(files)
+    path = F.col("_metadata.file_path")
+    found = frame.select(
+        *[F.min(F.when(F.col(f"`{c}`").isNotNull(), path)).alias(f"c{i}") for i, c in enumerate(columns)]
+    ).first()
+    return {c: str((found[f"c{i}"] if found else None) or files[0]).rsplit("/", 1)[-1] for i, c in enumerate(columns)}
+
+
+def _new(columns: dict[str, str], known: dict[str, str]) -> dict[str, str]:
+    """Columns of ``columns`` that ``known`` lacks (case-insensitively, as Spark resolves them)."""
+    lower = {k.lower() for k in known}
+    return {c: t for c, t in columns.items() if c.lower() not in lower}
+
+
+def evolve_schema(
+    spark: SparkSession, paths: LakehousePaths, table: TableSpec, parameter: str, source: LandingInput, log: Log
+) -> list[str]:
+    """Bring the input's recorded schema up to the files landed so far, as its mode allows; a
+    sentence per change. Raises :class:`LakehouseError` when ``failOnNewColumns`` meets a new field.
+    """
+    folder = schema_folder(paths, table, parameter)
+    current = stored_schema(paths, table, parameter)
+    hints = ddl_columns(source.schema_hints) if source.schema_hints else {}
+    declared = ddl_columns(source.schema) if source.schema else {}
+    version, known = (current.version, dict(current.columns)) if current else (-1, None)
+    changes: list[str] = []
+
+    def record(columns: dict[str, str], added: dict[str, str], files: dict[str, str]) -> None:
+        nonlocal version
+        version += 1
+        storage.write_text(
+            f"{folder}/{version}.json",
+            json.dumps({"columns": list(columns.items()), "added": added, "first_files": files}, indent=1),
+        )
+
+    if known is None and declared:
+        known = declared
+        record(known, {}, {})
+    missing = _new(declared, known or {})  # columns the user has since added to schema=
+    if missing and known is not None:
+        known = {**known, **missing}
+        record(known, missing, {})
+        changes += [f"added column {c} {t} (now in schema=)" for c, t in missing.items()]
+    if known is None or source.evolution in ("addNewColumns", "failOnNewColumns"):
+        examined = _examined(folder)
+        files = [n for n in _landed_files(paths, source) if n not in examined]
+        landed = [f"{paths.landing(source.source)}/{n}" for n in files]
+        inferred = {c: hints.get(c, t) for c, t in (infer_columns(spark, landed) if files else {}).items()}
+        if known is None:
+            known = {**inferred, **_new(hints, inferred)}
+            if not known:
+                raise LakehouseError(
+                    f"{table.name}: landing/{source.source} holds no JSON field to infer a schema from; "
+                    "land a file or give landing(..., schema=...)"
+                )
+            record(known, {}, first_files(spark, landed, list(inferred)) if files else {})
+            changes.append(
+                f"inferred the schema of landing/{source.source}: " + ", ".join(f"{c} {t}" for c, t in known.items())
+            )
+        new = _new(inferred, known)
+        found_in = first_files(spark, landed, list(new))
+        if new and source.evolution == "failOnNewColumns":
+            raise LakehouseError(
+                f"{table.name}: {', '.join(sorted({found_in[c] for c in new}))} in landing/{source.source} "
+                f"brings new field(s) {', '.join(new)}, which schema_evolution='failOnNewColumns' refuses; "
+                "nothing was written. Add them to landing(..., schema=...) or change schema_evolution, then run again."
+            )
+        if new and source.evolution == "addNewColumns":
+            known = {**known, **new}
+            record(known, new, found_in)
+            faults.reached(table.name, "after_schema_evolved")
+            changes += [f"added column {c} {t} (first in {found_in[c]})" for c, t in new.items()]
+        storage.write_text(f"{folder}/examined.json", json.dumps(sorted(examined | set(files))))
+    for change in changes:
+        log(f"{table.name}: {change}")
+    return changes
