@@ -53,6 +53,11 @@ class LandingInput:
     schema: str | None = None
     schema_hints: str | None = None
     schema_evolution: SchemaEvolution | None = None
+    # A folder the pipeline's own code names (Auto Loader's load(path)), instead of
+    # ``landing/<source>``; no landing sensor watches it.
+    path: str | None = None
+    # False: inferred top-level columns are strings (Auto Loader's inferColumnTypes=false).
+    infer_column_types: bool = True
 
     @property
     def infers_schema(self) -> bool:

@@ -106,7 +106,7 @@ class TableSpec:
 
     @property
     def landing_sources(self) -> list[str]:
-        return list(dict.fromkeys(i.source for i in self.every_input if isinstance(i, LandingInput)))
+        return list(dict.fromkeys(i.source for i in self.every_input if isinstance(i, LandingInput) and i.path is None))
 
     @property
     def kafka_inputs(self) -> list[KafkaInput]:

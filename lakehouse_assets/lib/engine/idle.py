@@ -13,7 +13,7 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches
+from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
@@ -77,11 +77,11 @@ def idle_landing(paths: LakehousePaths, table: TableSpec, source: LandingInput) 
     if seen is None:
         return None
     patterns = expand_globs([source.glob])
-    for entry in storage.list_entries(paths.landing(source.source)):
+    for entry in storage.list_entries(landing_folder(paths, source)):
         name = entry.base_name
         if is_complete(name) and matches(name, patterns) and name not in seen:
             return None
-    return f"landing/{source.source}"
+    return source.path or f"landing/{source.source}"
 
 
 def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> str | None:

@@ -9,9 +9,16 @@ from collections.abc import Sequence
 
 from pyarrow import fs as pafs
 
+from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.settings import LakehousePaths
 
 IN_PROGRESS_PREFIXES = ("_", ".")
+
+
+def landing_folder(paths: LakehousePaths, source: LandingInput) -> str:
+    """Where the input's files land: ``landing/<source>`` under the data root, or its own path."""
+    return source.path or paths.landing(source.source)
 
 
 def is_complete(name: str) -> bool:

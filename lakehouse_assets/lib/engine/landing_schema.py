@@ -10,7 +10,9 @@ query starts, so a run killed anywhere leaves a schema its retry reads the same 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,7 +23,7 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults, storage
 from lakehouse_assets.lib.engine.delta_sql import sql_type
-from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches
+from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -38,7 +40,11 @@ class SchemaVersion:
 
 
 def schema_folder(paths: LakehousePaths, table: TableSpec, parameter: str) -> str:
-    return f"{paths.checkpoint(table.checkpoint_name)}/_schemas/{parameter}"
+    # A parameter may be a path (an Auto Loader source of a pipeline): a safe name, still unique.
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", parameter)
+    if safe != parameter:
+        safe += "-" + hashlib.sha1(parameter.encode()).hexdigest()[:8]
+    return f"{paths.checkpoint(table.checkpoint_name)}/_schemas/{safe}"
 
 
 def stored_schema(paths: LakehousePaths, table: TableSpec, parameter: str) -> SchemaVersion | None:
@@ -61,7 +67,7 @@ def _landed_files(paths: LakehousePaths, source: LandingInput) -> list[str]:
     patterns = expand_globs([source.glob])
     return sorted(
         e.base_name
-        for e in storage.list_entries(paths.landing(source.source))
+        for e in storage.list_entries(landing_folder(paths, source))
         if e.is_file and is_complete(e.base_name) and matches(e.base_name, patterns)
     )
 
@@ -97,6 +103,7 @@ def evolve_schema(
     sentence per change. Raises :class:`LakehouseError` when ``failOnNewColumns`` meets a new field.
     """
     folder = schema_folder(paths, table, parameter)
+    where = source.path or f"landing/{source.source}"
     current = stored_schema(paths, table, parameter)
     hints = ddl_columns(source.schema_hints) if source.schema_hints else {}
     declared = ddl_columns(source.schema) if source.schema else {}
@@ -122,24 +129,25 @@ def evolve_schema(
     if known is None or source.evolution in ("addNewColumns", "failOnNewColumns"):
         examined = _examined(folder)
         files = [n for n in _landed_files(paths, source) if n not in examined]
-        landed = [f"{paths.landing(source.source)}/{n}" for n in files]
-        inferred = {c: hints.get(c, t) for c, t in (infer_columns(spark, landed) if files else {}).items()}
+        landed = [f"{landing_folder(paths, source)}/{n}" for n in files]
+        found = infer_columns(spark, landed) if files else {}
+        if not source.infer_column_types:
+            found = {c: t if t.startswith(("struct<", "array<")) else "string" for c, t in found.items()}
+        inferred = {c: hints.get(c, t) for c, t in found.items()}
         if known is None:
             known = {**inferred, **_new(hints, inferred)}
             if not known:
                 raise LakehouseError(
-                    f"{table.name}: landing/{source.source} holds no JSON field to infer a schema from; "
+                    f"{table.name}: {where} holds no JSON field to infer a schema from; "
                     "land a file or give landing(..., schema=...)"
                 )
             record(known, {}, first_files(spark, landed, list(inferred)) if files else {})
-            changes.append(
-                f"inferred the schema of landing/{source.source}: " + ", ".join(f"{c} {t}" for c, t in known.items())
-            )
+            changes.append(f"inferred the schema of {where}: " + ", ".join(f"{c} {t}" for c, t in known.items()))
         new = _new(inferred, known)
         found_in = first_files(spark, landed, list(new))
         if new and source.evolution == "failOnNewColumns":
             raise LakehouseError(
-                f"{table.name}: {', '.join(sorted({found_in[c] for c in new}))} in landing/{source.source} "
+                f"{table.name}: {', '.join(sorted({found_in[c] for c in new}))} in {where} "
                 f"brings new field(s) {', '.join(new)}, which schema_evolution='failOnNewColumns' refuses; "
                 "nothing was written. Add them to landing(..., schema=...) or change schema_evolution, then run again."
             )

@@ -14,6 +14,7 @@ from lakehouse_assets.lib.declare.parsing import parse_landed_json
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
+from lakehouse_assets.lib.engine.landing_names import landing_folder
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema, stored_schema
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
@@ -43,9 +44,10 @@ def read_landing(
     spark: SparkSession, paths: LakehousePaths, source: LandingInput, log: Log, schema: dict[str, str] | None = None
 ) -> DataFrame:
     """The landed files as a stream: lines, CSV rows, or (``json``) rows of ``schema``."""
-    path = paths.landing(source.source)
+    path = landing_folder(paths, source)
     storage.make_dirs(path)
-    reject_outside_links(paths, path, log)
+    if source.path is None:  # a folder the user's code names is theirs to link as they like
+        reject_outside_links(paths, path, log)
     # A landed file removed after a failed batch planned it (say a corrupt gzip the user
     # deleted) must not wedge the retry; complete files are immutable otherwise.
     reader = (

@@ -25,7 +25,7 @@ from lakehouse_assets.lib.engine.checkpoint import (
 from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
-from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, not_ingested
+from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, landing_folder, not_ingested
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.once import run_once
@@ -75,7 +75,7 @@ def _landing_warnings(paths: LakehousePaths, table: TableSpec) -> list[str]:
     """A sentence per landing input whose folder holds complete entries it will not read."""
     warnings = []
     for source in (i for i in table.inputs.values() if isinstance(i, LandingInput)):
-        folder = paths.landing(source.source)
+        folder = landing_folder(paths, source)
         skipped = not_ingested(folder, [source.glob])
         if skipped:
             warnings.append(f"{table.name}: {describe_not_ingested(folder, skipped, [source.glob])}")

@@ -49,8 +49,8 @@ class Converter:
         self.group = re.sub(r"[^A-Za-z0-9_]", "_", loaded.spec.name)
 
     def inputs_of(self, planned: Planned, visiting: tuple[str, ...] = ()) -> FlowInputs:
-        found = FlowInputs(files=list(planned.reads.files))
         place = where(planned.flow.source_code_location)
+        found = FlowInputs.of_files(list(planned.reads.files), place)
         for read in planned.reads.tables:
             output = self.graph.outputs.get(read.name)
             if isinstance(output, TemporaryView):
@@ -66,6 +66,7 @@ class Converter:
                         )
                     found.tables[name] = streaming
                 found.files += inner.files
+                found.auto_loader.update(inner.auto_loader)
                 found.views += [v for v in [*inner.views, read.name] if v not in found.views]
             elif output is None or isinstance(output, Sink):
                 what = "a sink" if output is not None else "not a dataset of this pipeline"

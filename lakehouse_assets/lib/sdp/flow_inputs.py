@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.output import Sink
 
-from lakehouse_assets.lib.declare.inputs import Input, static, stream
+from lakehouse_assets.lib.declare.inputs import Input, LandingInput, static, stream
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import ONCE_ATTRIBUTE, expectations_of
+from lakehouse_assets.lib.sdp.auto_loader import auto_loader_input, input_key, is_auto_loader
 from lakehouse_assets.lib.sdp.graph import where
 from lakehouse_assets.lib.sdp.plan_reading import FileRead
 
@@ -24,13 +25,22 @@ class FlowInputs:
     tables: dict[str, bool] = field(default_factory=dict)
     files: list[FileRead] = field(default_factory=list)
     views: list[str] = field(default_factory=list)
+    # Auto Loader reads, by input key: read by the engine, not by the flow's own code.
+    auto_loader: dict[str, LandingInput] = field(default_factory=dict)
 
     @property
     def streams(self) -> bool:
-        return any(self.tables.values()) or any(f.streaming for f in self.files)
+        return any(self.tables.values()) or any(f.streaming for f in self.files) or bool(self.auto_loader)
 
     def declared(self) -> dict[str, Input]:
-        return {name: stream(name) if streaming else static(name) for name, streaming in self.tables.items()}
+        inputs: dict[str, Input] = {n: stream(n) if s else static(n) for n, s in self.tables.items()}
+        return {**inputs, **self.auto_loader}
+
+    @classmethod
+    def of_files(cls, files: list[FileRead], place: str) -> FlowInputs:
+        """The file reads of a plan: Auto Loader ones as the engine's inputs, others as they are."""
+        loaded = {input_key(f.paths[0]): auto_loader_input(f, place) for f in files if is_auto_loader(f)}
+        return cls(files=[f for f in files if not is_auto_loader(f)], auto_loader=loaded)
 
 
 def is_once(flow: Flow) -> bool:

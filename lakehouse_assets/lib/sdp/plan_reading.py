@@ -31,6 +31,8 @@ class FileRead:
     format: str
     paths: tuple[str, ...]
     streaming: bool
+    options: tuple[tuple[str, str], ...] = ()
+    schema: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,15 @@ def reads_of(plan: Message) -> Reads:
                 tables.append(found)
         else:
             source = read.data_source
-            files.append(FileRead(source.format or "parquet", tuple(source.paths), read.is_streaming))
+            files.append(
+                FileRead(
+                    source.format or "parquet",
+                    tuple(source.paths),
+                    read.is_streaming,
+                    tuple(sorted(source.options.items())),
+                    source.schema or None,
+                )
+            )
     return Reads(tables, files)
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.lib.sdp.auto_loader import CLOUD_FILES, KEY_PREFIX, AutoLoaderReader
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -57,6 +59,11 @@ class DatasetReader:
 
     def table(self, name: str) -> Any:
         return self._frames[name] if name in self._frames else self._reader.table(name)
+
+    def format(self, source: str) -> Any:
+        if source.lower() == CLOUD_FILES and any(k.startswith(KEY_PREFIX) for k in self._frames):
+            return AutoLoaderReader(self._frames)
+        return self._reader.format(source)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reader, name)

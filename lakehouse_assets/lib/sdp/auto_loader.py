@@ -1,0 +1,116 @@
+"""Databricks Auto Loader (``spark.readStream.format("cloudFiles")``) in a pipeline's code, read
+by the engine's landed-JSON machinery: inferred schema kept with the checkpoint, evolution modes,
+hints and the rescued data column, from wherever the code's path points.
+
+While the definitions load, each ``cloudFiles`` read in a flow's plan becomes a landing input
+of its table, keyed ``cloudFiles:<path>``; at run time ``format("cloudFiles")...load(path)``
+returns the frame the engine read for that key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lakehouse_assets.lib.declare.inputs import SCHEMA_EVOLUTION_MODES, LandingInput, landing
+from lakehouse_assets.lib.declare.parsing import RESCUED
+from lakehouse_assets.lib.errors import DeclarationError
+from lakehouse_assets.lib.sdp.plan_reading import FileRead
+
+CLOUD_FILES = "cloudfiles"
+KEY_PREFIX = "cloudFiles:"
+# Options that say where Databricks keeps state or how it discovers files: meaningless here,
+# where the schema lives with the table's checkpoint and files are listed.
+_IGNORED = {"schemalocation", "includeexistingfiles", "usenotifications", "validateoptions", "useincrementallisting"}
+
+
+def is_auto_loader(read: FileRead) -> bool:
+    return read.format.lower() == CLOUD_FILES
+
+
+def input_key(path: str) -> str:
+    return KEY_PREFIX + path
+
+
+def auto_loader_input(read: FileRead, place: str) -> LandingInput:
+    """The landing input that reads what ``read`` (a ``cloudFiles`` stream) names.
+
+    :param read: the file read found in the flow's plan.
+    :param place: ``file:line`` of the flow, for messages.
+    """
+    if len(read.paths) != 1:
+        raise DeclarationError(f"{place}: an Auto Loader read loads one folder, not {list(read.paths)}")
+    options = dict(read.options)
+    cloud = {k[len("cloudFiles.") :].lower(): v for k, v in options.items() if k.lower().startswith("cloudfiles.")}
+    plain = {k: v for k, v in options.items() if not k.lower().startswith("cloudfiles.")}
+    file_format = cloud.pop("format", None)
+    if (file_format or "").lower() != "json":
+        raise DeclarationError(
+            f"{place}: Auto Loader reads cloudFiles.format 'json' here (one object per line), not {file_format!r}"
+        )
+    mode = cloud.pop("schemaevolutionmode", None)
+    if mode is not None and mode not in SCHEMA_EVOLUTION_MODES:
+        raise DeclarationError(
+            f"{place}: cloudFiles.schemaEvolutionMode {mode!r} is not one of {SCHEMA_EVOLUTION_MODES}"
+        )
+    hints = cloud.pop("schemahints", None)
+    infer_types = cloud.pop("infercolumntypes", "true").lower() == "true"
+    cloud.pop("rescueddatacolumn", None)  # renamed at run time
+    reader_options = {}
+    if "maxfilespertrigger" in cloud:
+        reader_options["maxFilesPerTrigger"] = cloud.pop("maxfilespertrigger")
+    unknown = sorted(set(cloud) - _IGNORED)
+    if unknown or plain.get("multiLine", "false").lower() == "true":
+        raise DeclarationError(
+            f"{place}: Auto Loader option(s) {', '.join(unknown) or 'multiLine'} are not supported here; "
+            "supported: cloudFiles.format=json, schemaEvolutionMode, schemaHints, inferColumnTypes, "
+            "rescuedDataColumn, maxFilesPerTrigger, pathGlobFilter"
+        )
+    glob = plain.pop("pathGlobFilter", "*")
+    reader_options.update({k: v for k, v in plain.items() if k != "multiLine"})
+    declared = landing(
+        read.paths[0].rstrip("/").rsplit("/", 1)[-1] or read.paths[0],
+        format="json",
+        glob=glob,
+        options=reader_options,
+        schema=read.schema,
+        schema_hints=hints,
+        schema_evolution=mode,  # type: ignore[arg-type]
+    )
+    return LandingInput(
+        declared.source,
+        "json",
+        declared.glob,
+        declared.options,
+        declared.schema,
+        declared.schema_hints,
+        declared.schema_evolution,
+        path=read.paths[0],
+        infer_column_types=infer_types,
+    )
+
+
+class AutoLoaderReader:
+    """``spark.readStream.format("cloudFiles")`` at run time: options are taken as declared,
+    ``load(path)`` is the frame the engine read for the path."""
+
+    def __init__(self, frames: Mapping[str, Any]) -> None:
+        self._frames = frames
+        self._rescued = RESCUED
+
+    def option(self, key: str, value: Any) -> AutoLoaderReader:
+        if key.lower() == "cloudfiles.rescueddatacolumn":
+            self._rescued = str(value)
+        return self
+
+    def options(self, **options: Any) -> AutoLoaderReader:
+        for key, value in options.items():
+            self.option(key, value)
+        return self
+
+    def schema(self, schema: Any) -> AutoLoaderReader:
+        return self
+
+    def load(self, path: str) -> Any:
+        frame = self._frames[input_key(path)]
+        return frame if self._rescued == RESCUED else frame.withColumnRenamed(RESCUED, self._rescued)
