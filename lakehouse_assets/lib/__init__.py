@@ -12,7 +12,6 @@ from lakehouse_assets.lib.declare.checks import (
     TableCheck,
     landed_lines_conserved,
     not_null,
-    quarantine_rate,
     reconciles_with,
     scd2_valid,
     schema_unchanged,
@@ -28,6 +27,7 @@ from lakehouse_assets.lib.declare.expectations import (
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
+from lakehouse_assets.lib.declare.quarantine_checks import quarantine_rate, quarantine_traceable
 from lakehouse_assets.lib.declare.registry import collect_tables
 from lakehouse_assets.lib.declare.sinks import append, merge, overwrite, recompute, to_delta, to_kafka
 from lakehouse_assets.lib.declare.table import Quarantine, TableSpec, streaming_table
@@ -100,6 +100,7 @@ __all__ = [
     "overwrite",
     "parse_json_lines",
     "quarantine_rate",
+    "quarantine_traceable",
     "recompute",
     "reconciles_with",
     "scd1_current",

@@ -14,6 +14,8 @@ from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
 
 CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
+# The chain with its quarantine tables, which carry the quarantine checks.
+WITH_QUARANTINES = [*CHAIN, "bronze_events_quarantine", "silver_events_quarantine"]
 
 
 def evaluations(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], dg.AssetCheckEvaluation]:
@@ -32,7 +34,7 @@ def healthy(module_lakehouse: Lakehouse) -> tuple[Lakehouse, dg.ExecuteInProcess
     lh = module_lakehouse
     start = datetime(2026, 11, 20, 8, tzinfo=UTC)
     generate(lh.paths, GeneratorOptions(files=1, rows=120, seed=5, start=start, bad_lines=0.02), ["events"])
-    return lh, lh.materialize(CHAIN)
+    return lh, lh.materialize(WITH_QUARANTINES)
 
 
 def test_every_check_passes_on_healthy_tables(healthy) -> None:
@@ -41,9 +43,11 @@ def test_every_check_passes_on_healthy_tables(healthy) -> None:
     checks = evaluations(result)
     expected = {
         ("bronze_events", "landed_lines_conserved"), ("bronze_events", "required_columns_not_null"),
-        ("bronze_events", "schema_unchanged"), ("bronze_events", "quarantine_rate"),
+        ("bronze_events", "schema_unchanged"),
+        ("bronze_events_quarantine", "quarantine_rate"), ("bronze_events_quarantine", "quarantine_rows_traceable"),
         ("silver_events", "unique_event_id"), ("silver_events", "required_columns_not_null"),
-        ("silver_events", "schema_unchanged"), ("silver_events", "quarantine_rate"),
+        ("silver_events", "schema_unchanged"),
+        ("silver_events_quarantine", "quarantine_rate"), ("silver_events_quarantine", "quarantine_rows_traceable"),
         ("gold_hourly_revenue", "unique_window_start_category"),
         ("gold_hourly_revenue", "required_columns_not_null"),
         ("gold_hourly_revenue", "reconciles_with_silver_events"), ("gold_hourly_revenue", "schema_unchanged"),
@@ -52,6 +56,28 @@ def test_every_check_passes_on_healthy_tables(healthy) -> None:
     failed = {k: e.metadata for k, e in checks.items() if not e.passed}
     assert not failed
     assert checks[("bronze_events", "landed_lines_conserved")].metadata["files_checked"].value == 1
+    traced = checks[("bronze_events_quarantine", "quarantine_rows_traceable")].metadata
+    assert traced["columns"].value == "raw_line, _source_file" and traced["rows_missing_a_column"].value == 0
+    assert lh_quarantined(healthy) > 0  # the check looked at rows, not at an empty table
+
+
+def lh_quarantined(healthy) -> int:
+    lh, _ = healthy
+    return lh.table("bronze_events_quarantine").count()
+
+
+def test_a_quarantined_row_without_its_line_fails_traceability(healthy) -> None:
+    lh, _ = healthy
+    path = lh.paths.table("bronze_events_quarantine")
+    line = lh.table("bronze_events_quarantine").first()["raw_line"]
+    quoted = line.replace("\\", "\\\\").replace("'", "\\'")
+    same = lh.table("bronze_events_quarantine").where(F.col("raw_line") == line).count()
+    lh.spark.sql(f"UPDATE delta.`{path}` SET raw_line = NULL WHERE raw_line = '{quoted}'")
+    result = lh.materialize(WITH_QUARANTINES, raise_on_error=False)
+    check = evaluations(result)[("bronze_events_quarantine", "quarantine_rows_traceable")]
+    assert not check.passed and check.metadata["null_counts"].value == {"raw_line": same}
+    # Put the line back: the same rows per file, so the checks of the tests after this one hold.
+    lh.spark.sql(f"UPDATE delta.`{path}` SET raw_line = '{quoted}' WHERE raw_line IS NULL")
 
 
 def test_reconciliation_is_carried_over_while_neither_table_changes(healthy) -> None:
@@ -145,8 +171,8 @@ def test_high_quarantine_rate_warns_without_blocking(healthy) -> None:
     good = json.dumps({"event_id": "q-ok", "event_time": "2026-11-20T08:00:00Z", "user_id": "c1",
                        "event_type": "page_view"})  # fmt: skip
     (folder / "mostly-bad.jsonl").write_text("\n".join([good] + ["garbage"] * 9) + "\n")
-    result = lh.materialize(CHAIN, raise_on_error=False)
-    check = evaluations(result)[("bronze_events", "quarantine_rate")]
+    result = lh.materialize(WITH_QUARANTINES, raise_on_error=False)
+    check = evaluations(result)[("bronze_events_quarantine", "quarantine_rate")]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
     assert check.metadata["quarantine_share"].value == 0.9
     assert result.success and {"silver_events", "gold_hourly_revenue"} <= materialized(result)

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS
+from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS, BAD_LINE_TRACED
 from lakehouse_assets.lib import (
     expect_or_quarantine,
     IS_JSON_OBJECT,
@@ -48,10 +48,17 @@ CLICK_COLUMN_DOCS = {
     inputs={"lines": landing("ad_impressions", glob=JSON_GLOB, options=LANDING_OPTIONS)},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine(
-        "bronze_ad_impressions_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+        "bronze_ad_impressions_quarantine",
+        columns=BAD_LINE_COLUMNS,
+        with_failures=False,
+        column_descriptions=BAD_LINE_DOCS,
+        traced_by=BAD_LINE_TRACED,
     ),
     columns=[*IMPRESSION_FIELDS, RESCUED, "_source_file", "_ingested_at"],
-    checks=[landed_lines_conserved(quarantine="bronze_ad_impressions_quarantine"), not_null("_source_file", "_ingested_at")],
+    checks=[
+        landed_lines_conserved(quarantine="bronze_ad_impressions_quarantine"),
+        not_null("_source_file", "_ingested_at"),
+    ],
     freshness=timedelta(hours=6),
     owners=["team:data-platform"],
     tags={"layer": "bronze"},
@@ -67,7 +74,11 @@ def bronze_ad_impressions(lines: DataFrame) -> DataFrame:
     inputs={"lines": landing("ad_clicks", glob=JSON_GLOB, options=LANDING_OPTIONS)},
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine(
-        "bronze_ad_clicks_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+        "bronze_ad_clicks_quarantine",
+        columns=BAD_LINE_COLUMNS,
+        with_failures=False,
+        column_descriptions=BAD_LINE_DOCS,
+        traced_by=BAD_LINE_TRACED,
     ),
     columns=[*CLICK_FIELDS, RESCUED, "_source_file", "_ingested_at"],
     checks=[landed_lines_conserved(quarantine="bronze_ad_clicks_quarantine"), not_null("_source_file", "_ingested_at")],

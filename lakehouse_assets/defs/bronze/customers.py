@@ -7,7 +7,7 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS
+from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS, BAD_LINE_TRACED
 from lakehouse_assets.lib import (
     expect_or_quarantine,
     landing,
@@ -64,13 +64,15 @@ CUSTOMER_COLUMN_DOCS = {
     group="bronze",
     column_descriptions=CUSTOMER_COLUMN_DOCS,
     inputs={
-        "records": landing(
-            "customers", format="csv", glob="*.{csv,csv.gz}", schema=CSV_SCHEMA, options=CSV_OPTIONS
-        )
+        "records": landing("customers", format="csv", glob="*.{csv,csv.gz}", schema=CSV_SCHEMA, options=CSV_OPTIONS)
     },
     expectations=[expect_or_quarantine("csv_record_valid", "raw_line IS NULL")],
     quarantine=Quarantine(
-        "bronze_customers_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+        "bronze_customers_quarantine",
+        columns=BAD_LINE_COLUMNS,
+        with_failures=False,
+        column_descriptions=BAD_LINE_DOCS,
+        traced_by=BAD_LINE_TRACED,
     ),
     columns=BRONZE_CUSTOMERS_COLUMNS,
     checks=[not_null("_source_file", "_ingested_at")],

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS
+from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS, BAD_LINE_TRACED
 from lakehouse_assets.lib import (
     append_flow,
     expect_or_quarantine,
@@ -65,7 +65,11 @@ EVENT_COLUMN_DOCS = {
     flows=[append_flow("kafka", inputs={"lines": kafka("events")})],
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT)],
     quarantine=Quarantine(
-        "bronze_events_quarantine", columns=BAD_LINE_COLUMNS, with_failures=False, column_descriptions=BAD_LINE_DOCS
+        "bronze_events_quarantine",
+        columns=BAD_LINE_COLUMNS,
+        with_failures=False,
+        column_descriptions=BAD_LINE_DOCS,
+        traced_by=BAD_LINE_TRACED,
     ),
     columns=BRONZE_EVENTS_COLUMNS,
     checks=[

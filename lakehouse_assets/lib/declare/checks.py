@@ -49,6 +49,8 @@ class TableCheck:
     evaluate: Callable[[CheckContext], CheckOutcome]
     severity: Severity = "ERROR"
     scope: Scope = "changes"
+    # Which asset the check is on: the table, or its quarantine table.
+    target: Literal["table", "quarantine"] = "table"
 
 
 def _plain(value: Any) -> Any:
@@ -123,28 +125,6 @@ def scd2_valid(
         return CheckOutcome(not any(counts.values()), {**counts, "examples": examples or "none"})
 
     return TableCheck("scd2_history_valid", "One current version per key and no overlapping validity.", evaluate)
-
-
-def quarantine_rate(max_share: float = 0.1) -> TableCheck:
-    """Warn when the run quarantined more than ``max_share`` of the rows it read."""
-
-    def evaluate(ctx: CheckContext) -> CheckOutcome:
-        report = ctx.report
-        # The share of the function's rows that its expectations kept out of the table.
-        if report is None or report.expectation_rows == 0:
-            return CheckOutcome(True, {"rows_checked": 0, "threshold": max_share})
-        share = (report.rows_quarantined + report.dropped_by_expectations) / report.expectation_rows
-        return CheckOutcome(
-            share <= max_share,
-            {
-                "quarantine_share": round(share, 4),
-                "threshold": max_share,
-                "rows_quarantined": report.rows_quarantined,
-                "rows_checked": report.expectation_rows,
-            },
-        )
-
-    return TableCheck("quarantine_rate", f"At most {max_share:.0%} of a run's rows quarantined.", evaluate, "WARN")
 
 
 def expectation_met(name: str, condition: str, action: str) -> TableCheck:

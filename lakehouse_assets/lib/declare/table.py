@@ -19,10 +19,11 @@ from typing import Literal
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, schema_unchanged
+from lakehouse_assets.lib.declare.checks import TableCheck, schema_unchanged
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
+from lakehouse_assets.lib.declare.quarantine_checks import quarantine_rate, quarantine_traceable
 from lakehouse_assets.lib.declare.sinks import (
     AppendSink,
     DeltaPathSink,
@@ -46,6 +47,8 @@ class Quarantine:
     :param max_share: the share of a run's rows quarantined above which ``quarantine_rate`` warns.
     :param column_descriptions: per column of the quarantine table, what it holds (the
         framework's own columns, such as ``failed_expectations``, are described already).
+    :param traced_by: columns every quarantined row must carry (``quarantine_rows_traceable``);
+        None: ``failed_expectations`` (with failures) and ``_source_file`` (when kept).
     """
 
     table: str
@@ -53,6 +56,14 @@ class Quarantine:
     with_failures: bool = True
     max_share: float = 0.1
     column_descriptions: dict[str, str] = field(default_factory=dict)
+    traced_by: list[str] | None = None
+
+    @property
+    def traced_columns(self) -> list[str]:
+        if self.traced_by is not None:
+            return list(self.traced_by)
+        kept_file = self.columns is not None and "_source_file" in self.columns
+        return (["failed_expectations"] if self.with_failures else []) + (["_source_file"] if kept_file else [])
 
 
 @dataclass(frozen=True)
@@ -156,6 +167,7 @@ class TableSpec:
         defaults = [schema_unchanged()] if self.writes_delta else []
         if self.quarantine:
             defaults.append(quarantine_rate(self.quarantine.max_share))
+            defaults.append(quarantine_traceable(self.quarantine.table, self.quarantine.traced_columns))
         declared = {c.name for c in self.checks}
         return self.checks + [c for c in defaults if c.name not in declared]
 

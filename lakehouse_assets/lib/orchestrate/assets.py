@@ -84,11 +84,15 @@ def _specs(table: TableSpec, paths: LakehousePaths) -> list[dg.AssetSpec]:
     return specs
 
 
+def _checked_asset(table: TableSpec, check: TableCheck) -> str:
+    return table.quarantine.table if check.target == "quarantine" and table.quarantine else table.name
+
+
 def _check_specs(table: TableSpec) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec(
             name=check.name,
-            asset=table.name,
+            asset=_checked_asset(table, check),
             description=f"{check.description} ({check.severity}; scope: {check.scope})",
             blocking=check.severity == "ERROR",
         )
@@ -114,7 +118,7 @@ def _previous_checks(
     for check in table.all_checks:
         if check.scope != "full table" or check.name not in selected:
             continue
-        key = dg.AssetCheckKey(dg.AssetKey(table.name), check.name)
+        key = dg.AssetCheckKey(dg.AssetKey(_checked_asset(table, check)), check.name)
         # The newest record may be this run's own planned evaluation: take the newest completed one.
         for record in instance.event_log_storage.get_asset_check_execution_history(key, limit=10):
             evaluation = record.event.asset_check_evaluation if record.event else None
@@ -127,7 +131,7 @@ def _previous_checks(
 def _check_result(table: TableSpec, check: TableCheck, outcome: CheckOutcome) -> dg.AssetCheckResult:
     severity = dg.AssetCheckSeverity.ERROR if check.severity == "ERROR" else dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(
-        asset_key=table.name,
+        asset_key=_checked_asset(table, check),
         check_name=check.name,
         passed=outcome.passed,
         severity=severity,
