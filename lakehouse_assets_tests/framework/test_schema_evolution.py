@@ -11,7 +11,16 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import DeclarationError, LakehouseError, LakehousePaths, landing, stream, streaming_table
+from lakehouse_assets.lib import (
+    DeclarationError,
+    LakehouseError,
+    LakehousePaths,
+    change_feed,
+    landing,
+    recompute,
+    stream,
+    streaming_table,
+)
 from lakehouse_assets.lib.declare.inputs import ddl_columns
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.run import run_table
@@ -46,6 +55,16 @@ def doubled(readings: DataFrame) -> DataFrame:
     return readings.withColumn("kwh2", F.col("kwh") * 2).drop("_ingested_at")
 
 
+@streaming_table(
+    group="used",
+    inputs={"readings": change_feed("readings")},
+    sink=recompute(keys=["site"], reread_by="site"),
+)
+def per_site(readings: DataFrame) -> DataFrame:
+    """A change-feed reader of the evolving table, grouping by a column that arrives later."""
+    return readings.groupBy("site").agg(F.count(F.lit(1)).alias("readings"))
+
+
 def rows_of(spark: SparkSession, paths: LakehousePaths, name: str) -> list[dict]:
     frame = spark.read.format("delta").load(paths.table(name)).drop("_ingested_at", "_source_file")
     return sorted((r.asDict(recursive=True) for r in frame.collect()), key=lambda r: str(r.get("id")))
@@ -75,7 +94,7 @@ def expected(records: list[object], columns: dict[str, type], rescue_new: bool) 
 
 ROUND_1 = [{"id": "1", "kwh": 1.5}, {"id": "2", "kwh": 2.25}, "not json", ""]
 ROUND_2 = [{"id": "3", "kwh": "n/a", "site": "x"}, {"id": "4", "kwh": 1, "site": "y", "extra": {"a": 1}}]
-ROUND_3 = [{"id": "5", "kwh": 0.5, "site": "z"}]
+ROUND_3 = [{"id": "5", "kwh": 0.5, "site": "z"}, {"id": "6", "kwh": 0.25}]  # a null site again
 
 
 @pytest.mark.unit
@@ -107,9 +126,11 @@ def test_add_new_columns_grows_the_table_and_the_stream_downstream_follows(tmp_p
     assert "added column site string" in run_metadata(second)["schema_changes"].value
     down = run_table(spark, paths, doubled)
     assert any("site" in c for c in down.schema_changes), down.schema_changes
+    run_table(spark, paths, per_site)  # its first run reads the whole change feed, across the change
     land(paths, "c.jsonl", ROUND_3)
     assert run_table(spark, paths, table).schema_changes == []
     run_table(spark, paths, doubled)
+    run_table(spark, paths, per_site)
 
     landed = [r for r in ROUND_1 + ROUND_2 + ROUND_3 if r != ""]
     want = expected(landed, {"id": str, "kwh": float, "site": str, "extra": dict}, True)
@@ -118,6 +139,11 @@ def test_add_new_columns_grows_the_table_and_the_stream_downstream_follows(tmp_p
     got_down = rows_of(spark, paths, "doubled")
     assert [r["kwh2"] for r in got_down] == [None if w["kwh"] is None else w["kwh"] * 2 for w in want]
     assert [{k: v for k, v in r.items() if k != "kwh2"} for r in got_down] == want
+    sites: dict = {}
+    for w in want:
+        sites[w["site"]] = sites.get(w["site"], 0) + 1
+    got_sites = {r.site: r.readings for r in spark.read.format("delta").load(paths.table("per_site")).collect()}
+    assert got_sites == sites
 
 
 def test_fail_on_new_columns_writes_nothing_until_the_schema_has_them(tmp_path: Path, spark: SparkSession) -> None:

@@ -21,7 +21,7 @@ from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.batch import PreparedQuery, evaluate_expectations, quarantine_schema, write_quarantine
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.report import RunReport, sample_written
-from lakehouse_assets.lib.engine.writes import BatchWrite, replace_rows_for_keys
+from lakehouse_assets.lib.engine.writes import BatchWrite, by_keys, replace_rows_for_keys
 from lakehouse_assets.lib.settings import LakehousePaths
 
 CDF_COLUMNS = ["_change_type", "_commit_version", "_commit_timestamp"]
@@ -61,8 +61,7 @@ def recompute_keys(
     # Computed once: the MERGE may scan its source twice (Delta materializes only sources it
     # considers non-deterministic), and ``on_written`` samples it.
     recomputed = sink.output(transform(subset))
-    # (a join on column names puts the keys first: back to the table's column order)
-    new_rows = recomputed.join(touched, sink.keys, "left_semi").select(*recomputed.columns).persist()
+    new_rows = by_keys(recomputed, touched, sink.keys, "left_semi").persist()
     try:
         written = replace_rows_for_keys(new_rows, touched, sink.keys, sink.merge_on or sink.keys, write)
         if on_written:

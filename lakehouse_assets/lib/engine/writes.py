@@ -113,6 +113,17 @@ def write_batch(sink: TableSink, batch: DataFrame, write: BatchWrite, rows: int 
     raise TypeError(f"{type(sink).__name__} does not write micro-batches as they come")
 
 
+def by_keys(left: DataFrame, right: DataFrame, keys: list[str], how: str) -> DataFrame:
+    """``left`` semi- or anti-joined with ``right`` on ``keys``, a null key matching a null key
+    (an aggregate's null group is a key like any other). ``right``'s keys are renamed first, so
+    two frames of one lineage never make an ambiguous, always-true condition."""
+    renamed = right.select(*[F.col(f"`{k}`").alias(f"__lh_key_{i}") for i, k in enumerate(keys)])
+    condition = F.lit(True)
+    for i, k in enumerate(keys):
+        condition = condition & F.col(f"`{k}`").eqNullSafe(F.col(f"__lh_key_{i}"))
+    return left.join(renamed, condition, how)
+
+
 def replace_rows_for_keys(
     new_rows: DataFrame,
     touched: DataFrame,
@@ -124,8 +135,8 @@ def replace_rows_for_keys(
     update changed rows, insert new ones, delete those that no longer exist."""
     columns = new_rows.columns
     target = write.spark.read.format("delta").load(write.path)
-    existing = target.join(touched, keys, "left_semi").select(*merge_on)
-    stale = existing.join(new_rows.select(*merge_on), merge_on, "left_anti")
+    existing = by_keys(target, touched, keys, "left_semi").select(*merge_on)
+    stale = by_keys(existing, new_rows.select(*merge_on), merge_on, "left_anti")
     source = new_rows.withColumn(DELETE_FLAG, F.lit(False)).unionByName(
         stale.withColumn(DELETE_FLAG, F.lit(True)), allowMissingColumns=True
     )
