@@ -7,7 +7,7 @@ Spark Declarative Pipelines project unchanged with :func:`load_spark_pipeline`.
 
 import importlib
 
-from lakehouse_assets.lib.declare.cdc import auto_cdc, scd1_current, scd2_history
+from lakehouse_assets.lib.declare.cdc import auto_cdc, scd1_current, scd2_history, snapshot_cdc
 from lakehouse_assets.lib.declare.checks import (
     TableCheck,
     landed_lines_conserved,
@@ -107,6 +107,7 @@ __all__ = [
     "scd2_history",
     "scd2_valid",
     "schema_unchanged",
+    "snapshot_cdc",
     "static",
     "stream",
     "streaming_table",

@@ -34,7 +34,8 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib.declare.sinks import RecomputeSink
+from lakehouse_assets.lib.declare.sinks import RecomputeSink, SnapshotCdcSink
+from lakehouse_assets.lib.errors import DeclarationError
 
 VALID_FROM, VALID_TO, IS_CURRENT = "valid_from", "valid_to", "is_current"
 _DELETE, _OPENS, _GROUP = "__lh_cdc_delete", "__lh_cdc_opens", "__lh_cdc_group"
@@ -156,4 +157,20 @@ def auto_cdc(
     return RecomputeSink(keys=keys, reread_by=reread_by or keys[0], merge_on=merge_on, finalize=finalize)
 
 
-__all__ = ["auto_cdc", "scd1_current", "scd2_history"]
+def snapshot_cdc(*, keys: list[str], scd_type: int = 1, always: bool = False) -> SnapshotCdcSink:
+    """Apply each run's full snapshot (the function over static inputs) as changes, like
+    Lakeflow's ``create_auto_cdc_from_snapshot_flow``.
+
+    :param keys: the columns identifying a row; unique within a snapshot.
+    :param scd_type: 1 (the table is the latest snapshot) or 2 (history: every version of a row
+        with the snapshot numbers it was valid between, ``valid_from`` inclusive, ``valid_to``
+        exclusive, null while current, and ``is_current``).
+    :param always: apply a snapshot every run, also when no Delta input moved (for functions
+        that read files).
+    """
+    if not keys or scd_type not in (1, 2):
+        raise DeclarationError(f"snapshot_cdc(keys={keys!r}, scd_type={scd_type!r}): give keys, and scd_type 1 or 2")
+    return SnapshotCdcSink(always, tuple(keys), scd_type)
+
+
+__all__ = ["auto_cdc", "scd1_current", "scd2_history", "snapshot_cdc"]

@@ -66,6 +66,16 @@ class OverwriteSink(TableSink):
 
 
 @dataclass(frozen=True)
+class SnapshotCdcSink(OverwriteSink):
+    """Apply the function's rows, a full snapshot of a source, as changes to the table: new keys
+    inserted, changed rows updated, keys gone from the snapshot deleted (SCD type 1) or their
+    versions closed (SCD type 2: ``valid_from``, ``valid_to`` snapshot numbers, ``is_current``)."""
+
+    keys: tuple[str, ...] = ()
+    scd_type: int = 1
+
+
+@dataclass(frozen=True)
 class KafkaSink(TableSink):
     """Publish every row of every micro-batch to a Kafka topic as JSON (no Delta table)."""
 

@@ -17,13 +17,14 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.expectations import with_expectation_flags
 from lakehouse_assets.lib.declare.inputs import TableInput
-from lakehouse_assets.lib.declare.sinks import OverwriteSink
+from lakehouse_assets.lib.declare.sinks import OverwriteSink, SnapshotCdcSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, faults, storage
 from lakehouse_assets.lib.engine.batch import evaluate_expectations, publisher
 from lakehouse_assets.lib.engine.checkpoint import ensure_table
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.report import RunReport, sample_written
+from lakehouse_assets.lib.engine.snapshot_cdc import apply_snapshot, stored_schema
 from lakehouse_assets.lib.settings import LakehousePaths
 
 
@@ -54,16 +55,24 @@ def run_overwrite(
     try:
         split = evaluate_expectations(table, flagged, report)
         published = publisher(table, rows)(split.kept)
-        ensure_table(spark, paths, table.name, published.schema, table, main=True)
-        published.write.format("delta").mode("overwrite").save(paths.table(table.name))
+        sink = table.sink
+        if isinstance(sink, SnapshotCdcSink):
+            ensure_table(spark, paths, table.name, stored_schema(published.schema, sink), table, main=True)
+            applied = apply_snapshot(spark, paths.table(table.name), published, sink)
+        else:
+            ensure_table(spark, paths, table.name, published.schema, table, main=True)
+            published.write.format("delta").mode("overwrite").save(paths.table(table.name))
+            applied = split.kept_rows
+            report.written[table.name] = sample_written(published)
         faults.reached(table.name, "after_table_write")
-        report.written[table.name] = sample_written(published)
     finally:
         flagged.unpersist()
     storage.write_text(_state_file(paths, table), json.dumps(versions))
     report.refresh = "full"
     report.batches += 1
     report.rows_read += split.rows
-    report.result_rows += split.rows
-    report.rows_written += split.kept_rows
-    log(f"{table.name}: recomputed whole from {versions}: {split.kept_rows} rows")
+    # A snapshot's rows that changed nothing are what its function "reduced".
+    report.result_rows += applied if isinstance(sink, SnapshotCdcSink) else split.rows
+    report.rows_written += applied
+    how = "applied as changes" if isinstance(sink, SnapshotCdcSink) else "recomputed whole"
+    log(f"{table.name}: {how} from {versions}: {applied} rows")

@@ -217,9 +217,65 @@ def create_auto_cdc_flow(
     )
 
 
+def create_auto_cdc_from_snapshot_flow(
+    target: str,
+    source: Any,
+    keys: list[Any],
+    *,
+    stored_as_scd_type: int | str = 1,
+    track_history_column_list: list[Any] | None = None,
+    track_history_except_column_list: list[Any] | None = None,
+    name: str | None = None,
+) -> None:
+    """Apply a full snapshot of ``source``, read each run, to the streaming table ``target`` as
+    changes: SCD type 1 (the table is the latest snapshot) or 2 (history, versions numbered by
+    snapshot in ``valid_from`` / ``valid_to``, and ``is_current``).
+
+    :param target: the streaming table (``create_streaming_table``) the changes go to.
+    :param source: the dataset (a materialized view, table or temporary view) whose snapshot is
+        read each run; a function of the last version (historical snapshots) is not supported.
+    :param keys: the columns identifying a row; unique within a snapshot.
+    :param stored_as_scd_type: 1 or 2.
+    :param track_history_column_list: not supported (raises when set).
+    :param track_history_except_column_list: not supported (raises when set).
+    :param name: the flow's name (default: ``target``).
+    """
+    location = get_caller_source_code_location(stacklevel=1)
+    place = f"{location.filename}:{location.line_number}"
+    if not isinstance(source, str):
+        raise DeclarationError(
+            f"{place}: create_auto_cdc_from_snapshot_flow({target!r}): the source is a dataset's name here; "
+            "a function returning historical snapshots is not supported"
+        )
+    if track_history_column_list or track_history_except_column_list:
+        raise DeclarationError(
+            f"{place}: create_auto_cdc_from_snapshot_flow({target!r}): track_history_* is not supported here"
+        )
+    if str(stored_as_scd_type) not in ("1", "2"):
+        raise DeclarationError(f"{place}: stored_as_scd_type is 1 or 2, not {stored_as_scd_type!r}")
+    get_active_graph_element_registry().register_auto_cdc_flow(
+        CdcFlow(  # type: ignore[arg-type]
+            name=name or target,
+            target=target,
+            source=source,
+            keys=column_names(keys, "keys", location) or [],
+            sequence_by="",
+            apply_as_deletes=None,
+            column_list=None,
+            except_column_list=None,
+            stored_as_scd_type=int(stored_as_scd_type),
+            track_history_column_list=None,
+            track_history_except_column_list=None,
+            source_code_location=location,
+            from_snapshot=True,
+        )
+    )
+
+
 __all__ = [
     "append_flow",
     "create_auto_cdc_flow",
+    "create_auto_cdc_from_snapshot_flow",
     "create_sink",
     "create_streaming_table",
     "expect",

@@ -3,14 +3,14 @@
 - ``@dp.table`` / ``create_streaming_table`` + ``@dp.append_flow``: a streaming table; its first
   flow is the table's own query, each further one an :func:`~lakehouse_assets.lib.append_flow`
   with its own checkpoint.
-- ``create_auto_cdc_flow``: a streaming table written by the SCD type 1 or 2 sink.
+- ``create_auto_cdc_flow``: a streaming table written by the SCD type 1 or 2 sink;
+  ``create_auto_cdc_from_snapshot_flow``: one its source's snapshots are applied to.
 - ``@dp.materialized_view``: recomputed by keys from its one input's change feed when it is a
   GROUP BY of plain columns over one dataset (:func:`.plan_reading.incremental_keys`); else recomputed
   whole when an input moved (:func:`~lakehouse_assets.lib.overwrite`).
 - ``@dp.temporary_view``: no table; computed inside each reader.
 
-Each function's inputs are the datasets its plan reads, as a stream or a snapshot as it reads
-them; lineage follows.
+Each function's inputs are the datasets its plan reads, as it reads them; lineage follows.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.output import MaterializedView, Output, Sink, TemporaryView
 from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
 
+from lakehouse_assets.lib.declare.cdc import snapshot_cdc
 from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed
@@ -34,7 +35,7 @@ from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
 from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, delta_sink, is_once
-from lakehouse_assets.lib.sdp.graph import where
+from lakehouse_assets.lib.sdp.graph import CdcFlow, where
 from lakehouse_assets.lib.sdp.lakeflow import LAKEFLOW_TABLE
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
 from lakehouse_assets.lib.sdp.plan_reading import row_wise_source
@@ -156,8 +157,32 @@ class Converter:
             inputs, sink, key_checks = found.declared(), OverwriteSink(always=bool(found.files)), []
         return self.table(output, sink, inputs, flows, transform=self.query(flows[0], found), key_checks=key_checks)
 
+    def snapshot_table(self, output: SdpStreamingTable, flow: CdcFlow) -> TableSpec:
+        """A snapshot flow: the source's snapshot, read each run, applied as changes."""
+        place = where(flow.source_code_location)
+        source = self.graph.outputs.get(flow.source)
+        if isinstance(source, TemporaryView):
+            found = self.inputs_of(self.planned[(flow.source, flow.source)], (flow.source,))
+            views = (*found.views, flow.source)
+        elif isinstance(source, (SdpStreamingTable, MaterializedView)):
+            found, views = FlowInputs(tables={flow.source: False}), ()
+        else:
+            raise DeclarationError(
+                f"{place}: the snapshot flow into {output.name} reads {flow.source}, which is not a dataset of this pipeline"
+            )
+        if found.streams:
+            raise DeclarationError(
+                f"{place}: the snapshot flow into {output.name} reads a stream; a snapshot is spark.read"
+            )
+        sink = snapshot_cdc(keys=list(flow.keys), scd_type=flow.stored_as_scd_type, always=bool(found.files))
+        transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, _at(flow))
+        keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
+        return self.table(output, sink, found.declared(), [], transform=transform, key_checks=[keyed])
+
     def cdc_table(self, output: SdpStreamingTable) -> TableSpec:
         (flow,) = self.graph.cdc_into(output.name)
+        if flow.from_snapshot:
+            return self.snapshot_table(output, flow)
         place = where(flow.source_code_location)
         source = self.graph.outputs.get(flow.source)
         if isinstance(source, TemporaryView):

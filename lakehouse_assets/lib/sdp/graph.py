@@ -46,6 +46,8 @@ class CdcFlow:
     track_history_column_list: list[str] | None
     track_history_except_column_list: list[str] | None
     source_code_location: SourceCodeLocation
+    # create_auto_cdc_from_snapshot_flow: the source is a full snapshot read each run.
+    from_snapshot: bool = False
 
 
 def column_name(column: Any, what: str, location: SourceCodeLocation) -> str:

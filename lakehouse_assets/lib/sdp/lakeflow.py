@@ -182,11 +182,8 @@ def apply_changes(
     )
 
 
-def apply_changes_from_snapshot(target: str, *args: Any, **kwargs: Any) -> None:
-    """Refused for now: snapshot CDC is not implemented here yet."""
-    raise DeclarationError(
-        f"{_caller()}: dlt.apply_changes_from_snapshot({target!r}) is not supported yet; land the snapshots' changes and use dlt.apply_changes"
-    )
+# Lakeflow's older name of the snapshot flow.
+apply_changes_from_snapshot = api.create_auto_cdc_from_snapshot_flow
 
 
 def module() -> ModuleType:
