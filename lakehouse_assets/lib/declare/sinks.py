@@ -1,4 +1,4 @@
-"""Where and how a table's micro-batches are written (its :class:`TableSink`): six write modes,
+"""Where and how a table's micro-batches are written (its :class:`TableSink`): seven write modes,
 declared here, carried out by the engine (:mod:`lakehouse_assets.lib.engine.writes`,
 :mod:`~lakehouse_assets.lib.engine.recompute` and :mod:`~lakehouse_assets.lib.engine.overwrite`).
 
@@ -8,6 +8,8 @@ declared here, carried out by the engine (:mod:`lakehouse_assets.lib.engine.writ
   are recomputed from the whole current input and replaced in one MERGE.
 - :func:`overwrite`: the function's whole result replaces the table whenever an input changed
   (a materialized view that cannot be maintained incrementally).
+- :func:`~lakehouse_assets.lib.declare.cdc.snapshot_cdc`: the function's rows are a full snapshot,
+  applied as changes (SCD type 1 or 2) whenever an input changed.
 - :func:`to_kafka`: publish every row to a Kafka topic instead of a Delta table (at least once).
 - :func:`to_delta`: append every row to a Delta table at a path of your own, outside the data
   root (exactly once: Delta's streaming sink).
