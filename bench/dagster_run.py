@@ -5,7 +5,7 @@
 Runs the repository's Definitions under ``$LAKEHOUSE_ROOT`` / ``$DAGSTER_HOME`` exactly as
 ``dagster asset materialize`` does (in-process executor, one SparkSession), with timers wrapped
 around the framework's pieces (nothing in the framework is changed): Spark session start, each
-table's ``TableRunner.run`` with its queries' ``StreamingQueryProgress.durationMs``, the
+table's ``run_table`` with its queries' ``StreamingQueryProgress.durationMs``, the
 materialization metadata, each asset check, and the step and run times from Dagster's event log.
 ``--runs N`` materializes N times in the same process (warm JVM) and reports each run;
 ``--land-history N`` first lands N small events files (a history to ingest); ``--levels`` prepares

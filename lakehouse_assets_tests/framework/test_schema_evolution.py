@@ -25,6 +25,7 @@ from lakehouse_assets.lib.declare.inputs import ddl_columns
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.metadata import run_metadata
+from lakehouse_assets_tests.support.crash import materialize_in_child
 
 FIELDS = ("id", "kwh", "site", "extra")
 
@@ -106,8 +107,10 @@ def test_ddl_columns_keep_order_and_nested_types() -> None:
         ddl_columns("just_a_name")
     with pytest.raises(DeclarationError, match="schema_evolution must be one of"):
         landing("x", format="json", schema_evolution="merge")  # type: ignore[arg-type]
-    with pytest.raises(DeclarationError, match="apply to format='json'"):
+    with pytest.raises(DeclarationError, match="apply to format='json' or 'parquet'"):
         landing("x", schema_hints="a int")
+    with pytest.raises(DeclarationError, match="Parquet has no rescued data column"):
+        landing("x", format="parquet", schema_evolution="rescue")
 
 
 def test_add_new_columns_grows_the_table_and_the_stream_downstream_follows(tmp_path: Path, spark: SparkSession) -> None:
@@ -202,3 +205,55 @@ def test_a_run_killed_after_the_schema_evolved_is_retried_exactly(tmp_path: Path
     landed = [r for r in ROUND_1 + ROUND_2 if r != ""]
     want = expected(landed, {"id": str, "kwh": float, "site": str, "extra": dict}, True)
     assert rows_of(spark, paths, "readings") == [{**w, "extra": w["extra"]} for w in want]
+
+
+@pytest.mark.slow
+def test_a_run_sigkilled_while_it_adds_a_column_is_retried_exactly(tmp_path: Path, spark: SparkSession) -> None:
+    """The whole run (Python and its JVM) SIGKILLed right after the new schema version is written,
+    then right after the table write that carries the new column; the next run is exact."""
+    location = ("-m", "lakehouse_assets_tests.framework.evolving_definitions")
+    paths = LakehousePaths(str(tmp_path / "lakehouse"))
+    land(paths, "a.jsonl", ROUND_1)
+    assert materialize_in_child(tmp_path, "*", location=location).returncode == 0
+    land(paths, "b.jsonl", ROUND_2)
+    for fault in ("meter_readings:after_schema_evolved", "meter_readings:after_table_write"):
+        outcome = materialize_in_child(tmp_path, "*", fault=fault, location=location)
+        assert outcome.killed, f"{fault} did not fire:\n{outcome.output}"
+    final = materialize_in_child(tmp_path, "*", location=location)
+    assert final.returncode == 0, final.output
+    landed = [r for r in ROUND_1 + ROUND_2 if r != ""]
+    want = expected(landed, {"id": str, "kwh": float, "site": str, "extra": dict}, True)
+    assert rows_of(spark, paths, "meter_readings") == want
+    assert rows_of(spark, paths, "metered") == [w for w in want if w["kwh"] is not None]
+
+
+def land_parquet(paths: LakehousePaths, name: str, rows: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = Path(paths.landing("meters"))
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / f"_{name}")
+    (folder / f"_{name}").rename(folder / name)
+
+
+@pytest.mark.parametrize("mode", ["addNewColumns", "failOnNewColumns"])
+def test_parquet_files_evolve_as_their_footers_say(tmp_path: Path, spark: SparkSession, mode: str) -> None:
+    paths = LakehousePaths(str(tmp_path / "root"))
+
+    @streaming_table(group="raw", name="readings", inputs={"rows": landing("meters", format="parquet", schema_evolution=mode)})  # type: ignore[arg-type]
+    def parquet_readings(rows: DataFrame) -> DataFrame:
+        return rows
+
+    first = [{"id": "1", "kwh": 1.5}, {"id": "2", "kwh": None}]
+    land_parquet(paths, "a.parquet", first)
+    run_table(spark, paths, parquet_readings)
+    land_parquet(paths, "b.parquet", [{"id": "3", "kwh": 2.0, "site": "x"}])
+    if mode == "failOnNewColumns":
+        with pytest.raises(LakehouseError, match=r"b\.parquet in landing/meters brings new field\(s\) site"):
+            run_table(spark, paths, parquet_readings)
+        assert rows_of(spark, paths, "readings") == first
+        return
+    assert run_table(spark, paths, parquet_readings).schema_changes[0] == "added column site string (first in b.parquet)"
+    want = [{**r, "site": None} for r in first] + [{"id": "3", "kwh": 2.0, "site": "x"}]
+    assert rows_of(spark, paths, "readings") == want

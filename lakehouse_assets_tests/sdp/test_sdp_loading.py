@@ -85,13 +85,10 @@ def test_component_builds_the_same_assets() -> None:
         ({"a.py": HEADER + "@dp.table\ndef t():\n    return spark.range(3)\n"}, r"a\.py:3: flow t into t reads no stream"),
         ({"a.py": HEADER + "@dp.materialized_view(format='parquet')\ndef t():\n    return spark.range(3)\n"},
          r"a\.py:3: t: format='parquet'; tables here are Delta tables"),
-        ({"a.py": HEADER + "@dp.materialized_view(schema='id LONG')\ndef t():\n    return spark.range(3)\n"},
-         r"a\.py:3: t: schema= is not supported yet"),
         ({"a.py": HEADER + "@dp.materialized_view\ndef t():\n    return spark.range(3).collect()\n"},
          r"a\.py:3: t: its function failed while building its query"),
     ],
-    ids=["defined-twice", "missing-input", "cycle", "sql-file", "batch-into-streaming-table", "format", "schema",
-         "action"],
+    ids=["defined-twice", "missing-input", "cycle", "sql-file", "batch-into-streaming-table", "format", "action"],
 )
 def test_what_cannot_run_is_one_sentence_naming_the_place(tmp_path: Path, files: dict[str, str], message: str) -> None:
     with pytest.raises(LakehouseError, match=message):

@@ -11,7 +11,8 @@ from typing import Literal
 from lakehouse_assets.lib.errors import DeclarationError
 
 ReadMode = Literal["stream", "static", "change_feed"]
-LandingFormat = Literal["text", "csv", "json"]
+LandingFormat = Literal["text", "csv", "json", "parquet"]
+INFERRED_FORMATS = ("json", "parquet")
 # Auto Loader's names for what a landed file with fields the schema lacks does to the schema.
 SchemaEvolution = Literal["addNewColumns", "rescue", "failOnNewColumns", "none"]
 SCHEMA_EVOLUTION_MODES = ("addNewColumns", "rescue", "failOnNewColumns", "none")
@@ -62,7 +63,7 @@ class LandingInput:
     @property
     def infers_schema(self) -> bool:
         """Read with a schema the engine keeps with the checkpoint (inferred, evolving)."""
-        return self.format == "json"
+        return self.format in INFERRED_FORMATS
 
     @property
     def evolution(self) -> SchemaEvolution:
@@ -152,30 +153,40 @@ def landing(
         kept with the table's checkpoint and evolved as ``schema_evolution`` says). A ``json``
         input's rows carry ``_rescued_data``: fields the schema lacks and values that do not
         fit their column's type, as a JSON object (a line that is not a JSON object is kept
-        whole there under ``_corrupt_record``).
+        whole there under ``_corrupt_record``). ``parquet``: the files' own schema, merged and
+        evolved the same way (no ``_rescued_data``: a value Parquet cannot read as its column's
+        type fails the run, so ``rescue`` is refused).
     :param glob: which file names to read, e.g. ``*.{json,jsonl}``; ``.gz`` variants must match too.
     :param options: Spark reader options (CSV header, encoding, ...).
     :param schema: DDL schema, e.g. ``"id string, kwh double"`` (CSV: required; JSON: instead of
         inference, and the starting point of evolution).
-    :param schema_hints: JSON: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
+    :param schema_hints: JSON, Parquet: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
         a hinted column absent from the files is added too.
-    :param schema_evolution: JSON: what a file with new fields does. ``addNewColumns`` (default
+    :param schema_evolution: JSON, Parquet: what a file with new fields does. ``addNewColumns`` (default
         when inferring): they become nullable columns of the table in the same run;
         ``rescue``: the schema never changes, they go to ``_rescued_data``;
         ``failOnNewColumns``: the run stops naming the fields and the file, writing nothing,
         until ``schema`` has them; ``none`` (default with ``schema``): they are ignored.
     """
-    if format not in ("text", "csv", "json"):
-        raise DeclarationError(f"landing({source!r}): format must be 'text', 'csv' or 'json', not {format!r}")
-    if format != "json" and (schema_hints or schema_evolution):
-        raise DeclarationError(f"landing({source!r}): schema_hints and schema_evolution apply to format='json'")
+    if format not in ("text", "csv", *INFERRED_FORMATS):
+        raise DeclarationError(
+            f"landing({source!r}): format must be 'text', 'csv', 'json' or 'parquet', not {format!r}"
+        )
+    if format not in INFERRED_FORMATS and (schema_hints or schema_evolution):
+        raise DeclarationError(
+            f"landing({source!r}): schema_hints and schema_evolution apply to format='json' or 'parquet'"
+        )
+    if format == "parquet" and schema_evolution == "rescue":
+        raise DeclarationError(
+            f"landing({source!r}): Parquet has no rescued data column; use addNewColumns, failOnNewColumns or none"
+        )
     if schema_evolution is not None and schema_evolution not in SCHEMA_EVOLUTION_MODES:
         raise DeclarationError(
             f"landing({source!r}): schema_evolution must be one of {', '.join(SCHEMA_EVOLUTION_MODES)}, "
             f"not {schema_evolution!r}"
         )
     for ddl in (schema, schema_hints):
-        if ddl and format == "json":
+        if ddl and format in INFERRED_FORMATS:
             ddl_columns(ddl)  # a malformed DDL stops the declaration, not a run
     return LandingInput(source, format, glob, dict(options or {}), schema, schema_hints, schema_evolution)
 

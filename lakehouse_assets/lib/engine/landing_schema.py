@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
@@ -72,17 +72,24 @@ def _landed_files(paths: LakehousePaths, source: LandingInput) -> list[str]:
     )
 
 
-def infer_columns(spark: SparkSession, files: list[str]) -> dict[str, str]:
-    """The columns Spark's JSON inference finds in ``files``: name -> type, in order."""
-    frame = spark.read.option("mode", "PERMISSIVE").json(files)
+def _files(spark: SparkSession, files: list[str], file_format: str) -> DataFrame:
+    if file_format == "parquet":
+        return spark.read.option("mergeSchema", "true").parquet(*files)
+    return spark.read.option("mode", "PERMISSIVE").json(files)
+
+
+def infer_columns(spark: SparkSession, files: list[str], file_format: str = "json") -> dict[str, str]:
+    """The columns Spark finds in ``files`` (JSON inference, or Parquet's merged footers):
+    name -> type, in order."""
+    frame = _files(spark, files, file_format)
     return {f.name: sql_type(f.dataType) for f in frame.schema.fields if f.name != CORRUPT}
 
 
-def first_files(spark: SparkSession, files: list[str], columns: list[str]) -> dict[str, str]:
+def first_files(spark: SparkSession, files: list[str], columns: list[str], file_format: str = "json") -> dict[str, str]:
     """For each of ``columns``, the first of ``files`` (by path) holding a value of it."""
     if not columns:
         return {}
-    frame = spark.read.option("mode", "PERMISSIVE").json(files)
+    frame = _files(spark, files, file_format)
     path = F.col("_metadata.file_path")
     found = frame.select(
         *[F.min(F.when(F.col(f"`{c}`").isNotNull(), path)).alias(f"c{i}") for i, c in enumerate(columns)]
@@ -130,7 +137,7 @@ def evolve_schema(
         examined = _examined(folder)
         files = [n for n in _landed_files(paths, source) if n not in examined]
         landed = [f"{landing_folder(paths, source)}/{n}" for n in files]
-        found = infer_columns(spark, landed) if files else {}
+        found = infer_columns(spark, landed, source.format) if files else {}
         if not source.infer_column_types:
             found = {c: t if t.startswith(("struct<", "array<")) else "string" for c, t in found.items()}
         inferred = {c: hints.get(c, t) for c, t in found.items()}
@@ -141,10 +148,10 @@ def evolve_schema(
                     f"{table.name}: {where} holds no JSON field to infer a schema from; "
                     "land a file or give landing(..., schema=...)"
                 )
-            record(known, {}, first_files(spark, landed, list(inferred)) if files else {})
+            record(known, {}, first_files(spark, landed, list(inferred), source.format) if files else {})
             changes.append(f"inferred the schema of {where}: " + ", ".join(f"{c} {t}" for c, t in known.items()))
         new = _new(inferred, known)
-        found_in = first_files(spark, landed, list(new))
+        found_in = first_files(spark, landed, list(new), source.format)
         if new and source.evolution == "failOnNewColumns":
             raise LakehouseError(
                 f"{table.name}: {', '.join(sorted({found_in[c] for c in new}))} in {where} "

@@ -51,7 +51,7 @@ def read_landing(
     # A landed file removed after a failed batch planned it (say a corrupt gzip the user
     # deleted) must not wedge the retry; complete files are immutable otherwise.
     reader = (
-        spark.readStream.format("text" if source.infers_schema else source.format)
+        spark.readStream.format("text" if source.format == "json" else source.format)
         .option("pathGlobFilter", source.glob)
         .option("ignoreMissingFiles", "true")
         # Spark skips files whose mtime is older than the newest seen minus maxFileAge
@@ -60,13 +60,15 @@ def read_landing(
     )
     if source.schema and not source.infers_schema:
         reader = reader.schema(source.schema)
+    if source.format == "parquet":
+        reader = reader.schema(", ".join(f"`{c.replace('`', '``')}` {t}" for c, t in (schema or {}).items()))
     df = reader.options(**source.options).load(path)
     df = df.select(
         "*",
         F.col("_metadata.file_path").alias("_source_file"),
         F.current_timestamp().alias("_ingested_at"),
     )
-    if source.infers_schema:
+    if source.format == "json":
         return parse_landed_json(df, schema or {}, rescue_undeclared=source.evolution != "none")
     return df
 

@@ -16,7 +16,7 @@ Each function's inputs are the datasets its plan reads, as it reads them; lineag
 from __future__ import annotations
 
 import re
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from lakehouse_assets.lib.declare.table import Quarantine, TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
+from lakehouse_assets.lib.sdp.declared_schema import DeclaredSchema
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
 from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, delta_sink, is_once
 from lakehouse_assets.lib.sdp.graph import CdcFlow, where
@@ -100,13 +101,16 @@ class Converter:
         expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
         quarantined = any(e.action == "quarantine" for e in expectations)
         kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
-        if getattr(output, "partition_cols", None) and getattr(output, "cluster_by", None):
-            raise DeclarationError(
-                f"{where(output.source_code_location)}: {output.name} is partitioned or clustered, not both"
-            )
+        schema = getattr(output, "schema", None)
+        query: Any = DeclaredSchema(transform, output.name, schema) if schema is not None else transform
+        if schema is not None:  # a flow without a function of its own runs the table's, conformed already
+            flows = [
+                replace(f, transform=DeclaredSchema(f.transform, output.name, schema)) if f.transform else f
+                for f in flows or []
+            ]
         return TableSpec(
             name=output.name,
-            transform=transform,
+            transform=query,
             group=self.group,
             inputs=inputs,
             sink=sink,

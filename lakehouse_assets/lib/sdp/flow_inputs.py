@@ -39,7 +39,10 @@ class FlowInputs:
     @classmethod
     def of_files(cls, files: list[FileRead], place: str) -> FlowInputs:
         """The file reads of a plan: Auto Loader ones as the engine's inputs, others as they are."""
-        loaded = {input_key(f.paths[0]): auto_loader_input(f, place) for f in files if is_auto_loader(f)}
+        loaded: dict[str, LandingInput] = {}
+        for read in filter(is_auto_loader, files):
+            found = auto_loader_input(read, place)  # refuses a read of no folder or of several
+            loaded[input_key(read.paths[0])] = found
         return cls(files=[f for f in files if not is_auto_loader(f)], auto_loader=loaded)
 
 

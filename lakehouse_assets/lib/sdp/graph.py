@@ -116,11 +116,6 @@ class PipelineGraph(GraphElementRegistry):
         place = where(output.source_code_location)
         if isinstance(output, Table) and output.format not in (None, "delta"):
             raise DeclarationError(f"{place}: {output.name}: format={output.format!r}; tables here are Delta tables")
-        if isinstance(output, Table) and output.schema is not None:
-            raise DeclarationError(
-                f"{place}: {output.name}: schema= is not supported yet (the table's schema is its query's); "
-                "cast or select the columns in the query instead"
-            )
         seen = self.outputs.get(output.name)
         if seen is not None:
             raise DeclarationError(
