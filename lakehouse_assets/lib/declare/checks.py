@@ -79,16 +79,22 @@ def unique(*keys: str, severity: Severity = "ERROR") -> TableCheck:
     return TableCheck(f"unique_{'_'.join(cols)}", f"One row per ({', '.join(cols)}).", evaluate, severity)
 
 
+def null_counts(ctx: CheckContext, columns: list[str], table: str | None = None) -> dict[str, int]:
+    """The nulls in each of ``columns`` among the rows of ``table`` (default: the checked table)
+    that changed since the last checked version; only the columns that have any."""
+    if ctx.unchanged(table):
+        return {}
+    rows = ctx.changes(table)
+    rows = ctx.read(table) if rows is None else rows
+    counts = rows.agg(*[F.count_if(F.col(f"`{c}`").isNull()).alias(c) for c in columns]).collect()[0].asDict()
+    return {c: int(n or 0) for c, n in counts.items() if n}
+
+
 def not_null(*columns: str, severity: Severity = "ERROR") -> TableCheck:
     """Required columns hold no nulls (in the rows that changed)."""
 
     def evaluate(ctx: CheckContext) -> CheckOutcome:
-        if ctx.unchanged():
-            return CheckOutcome(True, {"null_counts": "none", "columns": ", ".join(columns)})
-        rows = ctx.changes()
-        rows = ctx.read() if rows is None else rows
-        counts = rows.agg(*[F.count_if(F.col(c).isNull()).alias(c) for c in columns]).collect()[0].asDict()
-        nulls = {c: int(n or 0) for c, n in counts.items() if n}
+        nulls = null_counts(ctx, list(columns))
         return CheckOutcome(not nulls, {"null_counts": nulls or "none", "columns": ", ".join(columns)})
 
     return TableCheck("required_columns_not_null", f"No nulls in {', '.join(columns)}.", evaluate, severity)

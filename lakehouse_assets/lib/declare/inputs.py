@@ -61,6 +61,11 @@ class LandingInput:
     infer_column_types: bool = True
 
     @property
+    def described(self) -> str:
+        """Where the files are read, for messages: ``landing/<source>`` or the code's own path."""
+        return self.path or f"landing/{self.source}"
+
+    @property
     def infers_schema(self) -> bool:
         """Read with a schema the engine keeps with the checkpoint (inferred, evolving)."""
         return self.format in INFERRED_FORMATS

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import functions as F
-
-from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
+from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck, null_counts
 
 if TYPE_CHECKING:
     from lakehouse_assets.lib.engine.check_context import CheckContext
@@ -44,12 +42,7 @@ def quarantine_traceable(quarantine: str, columns: list[str]) -> TableCheck:
     def evaluate(ctx: CheckContext) -> CheckOutcome:
         if not columns:
             return CheckOutcome(True, {"columns": "none declared"})
-        if ctx.unchanged(quarantine):
-            return CheckOutcome(True, {"rows_missing_a_column": 0, "columns": ", ".join(columns)})
-        rows = ctx.changes(quarantine)
-        rows = ctx.read(quarantine) if rows is None else rows
-        counts = rows.agg(*[F.count_if(F.col(f"`{c}`").isNull()).alias(c) for c in columns]).first()
-        missing = {c: int(n or 0) for c, n in (counts.asDict() if counts else {}).items() if n}
+        missing = null_counts(ctx, columns, quarantine)
         return CheckOutcome(
             not missing,
             {

@@ -81,7 +81,7 @@ def idle_landing(paths: LakehousePaths, table: TableSpec, source: LandingInput) 
         name = entry.base_name
         if is_complete(name) and matches(name, patterns) and name not in seen:
             return None
-    return source.path or f"landing/{source.source}"
+    return source.described
 
 
 def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> str | None:

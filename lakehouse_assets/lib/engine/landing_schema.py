@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
+from lakehouse_assets.lib.declare.parsing import CORRUPT_RECORD
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults, storage
 from lakehouse_assets.lib.engine.delta_sql import sql_type
@@ -28,7 +29,6 @@ from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 
 Log = Callable[[str], None]
-CORRUPT = "_corrupt_record"
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def infer_columns(spark: SparkSession, files: list[str], file_format: str = "jso
     """The columns Spark finds in ``files`` (JSON inference, or Parquet's merged footers):
     name -> type, in order."""
     frame = _files(spark, files, file_format)
-    return {f.name: sql_type(f.dataType) for f in frame.schema.fields if f.name != CORRUPT}
+    return {f.name: sql_type(f.dataType) for f in frame.schema.fields if f.name != CORRUPT_RECORD}
 
 
 def first_files(spark: SparkSession, files: list[str], columns: list[str], file_format: str = "json") -> dict[str, str]:
@@ -110,7 +110,7 @@ def evolve_schema(
     sentence per change. Raises :class:`LakehouseError` when ``failOnNewColumns`` meets a new field.
     """
     folder = schema_folder(paths, table, parameter)
-    where = source.path or f"landing/{source.source}"
+    where = source.described
     current = stored_schema(paths, table, parameter)
     hints = ddl_columns(source.schema_hints) if source.schema_hints else {}
     declared = ddl_columns(source.schema) if source.schema else {}

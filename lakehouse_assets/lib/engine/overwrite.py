@@ -56,6 +56,7 @@ def run_overwrite(
         split = evaluate_expectations(table, flagged, report)
         published = publisher(table, rows)(split.kept)
         sink = table.sink
+        snapshot = isinstance(sink, SnapshotCdcSink)
         if isinstance(sink, SnapshotCdcSink):
             ensure_table(spark, paths, table.name, stored_schema(published.schema, sink), table, main=True)
             applied = apply_snapshot(spark, paths.table(table.name), published, sink)
@@ -72,7 +73,7 @@ def run_overwrite(
     report.batches += 1
     report.rows_read += split.rows
     # A snapshot's rows that changed nothing are what its function "reduced".
-    report.result_rows += applied if isinstance(sink, SnapshotCdcSink) else split.rows
+    report.result_rows += applied if snapshot else split.rows
     report.rows_written += applied
-    how = "applied as changes" if isinstance(sink, SnapshotCdcSink) else "recomputed whole"
+    how = "applied as changes" if snapshot else "recomputed whole"
     log(f"{table.name}: {how} from {versions}: {applied} rows")

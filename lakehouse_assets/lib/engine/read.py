@@ -61,7 +61,7 @@ def read_landing(
     if source.schema and not source.infers_schema:
         reader = reader.schema(source.schema)
     if source.format == "parquet":
-        reader = reader.schema(", ".join(f"`{c.replace('`', '``')}` {t}" for c, t in (schema or {}).items()))
+        reader = reader.schema(", ".join(f"{delta_sql.quote(c)} {t}" for c, t in (schema or {}).items()))
     df = reader.options(**source.options).load(path)
     df = df.select(
         "*",
