@@ -8,9 +8,11 @@ had to wait (the pools did the serializing). Afterwards every table is exact.
 
 SQLite is the exception Dagster leaves: its slot claim (``SELECT ... FOR UPDATE SKIP LOCKED``, then an
 ``UPDATE`` by id) locks nothing on SQLite, so two processes claiming one free slot in the same
-millisecond can both get it (seen in CI: two steps started 2 ms apart). There the framework's OS
-lock is what keeps the writers apart, so on SQLite a pair of overlapping steps is accepted only when
-that lock made one of them wait, and the tables must still be exact.
+millisecond can both get it (seen in CI: two steps started 1 ms apart). There the framework's OS
+lock, taken around the table's query only, is what keeps the writers apart. Whether it had to wait
+depends on timing: a step starts its session before the lock and runs its checks after it, so two
+overlapping steps can take the lock one after the other without waiting (seen in CI too). On SQLite
+overlapping steps are therefore accepted, and what must hold is the outcome: every table exact.
 """
 
 from __future__ import annotations
@@ -108,8 +110,6 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark, storag
         lock_waits = {table for text in logs for table in LOCK_WAIT.findall(text)}
         if storage == "postgres":
             assert not overlaps, overlaps
-        else:  # the OS lock must have kept every overlapping pair apart
-            assert all(o.split(":")[0] in lock_waits for o in overlaps), (overlaps, lock_waits)
         # the runs really did overlap in time: they queued on the pools, not one after the other
         run_spans = sorted((min(s for sp in intervals.values() for s, _, r in sp if r == run.run_id),
                             max(e for sp in intervals.values() for _, e, r in sp if r == run.run_id))
