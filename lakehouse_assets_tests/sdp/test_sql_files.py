@@ -10,6 +10,7 @@ import pytest
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
+from lakehouse_assets.lib.sdp.declared_schema import DeclaredSchema
 from lakehouse_assets.lib.sdp.sql_files import datasets_read, statements
 from lakehouse_assets_tests.sdp.test_sdp_loading import project
 
@@ -21,6 +22,27 @@ SPEC = Path(__file__).parent / "sql_pipeline" / "spark-pipeline.yml"
 def test_statements_split_outside_quotes_and_comments() -> None:
     text = "-- c;\nSELECT ';' AS a;\n/* x;\n y */ SELECT `b;c`\n FROM t;\n\nSELECT 3"
     assert statements(text) == [(2, "SELECT ';' AS a"), (4, "SELECT `b;c`\n FROM t"), (7, "SELECT 3")]
+
+
+def test_set_is_a_setting_of_the_flows_after_it_and_a_column_list_the_schema(tmp_path: Path) -> None:
+    sql = (
+        "CREATE MATERIALIZED VIEW src AS SELECT k FROM raw;\n"
+        "SET spark.sql.shuffle.partitions = 3;\n"
+        "CREATE MATERIALIZED VIEW totals (k STRING COMMENT 'the key', n BIGINT, CONSTRAINT some EXPECT (n > 0))\n"
+        "  AS SELECT k, COUNT(*) AS n FROM src GROUP BY k"
+    )
+    tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"a.sql": sql, "raw.py": RAW}))}
+    assert tables["src"].spark_conf == {} and tables["totals"].spark_conf == {"spark.sql.shuffle.partitions": "3"}
+    totals = tables["totals"]
+    assert isinstance(totals.transform, DeclaredSchema)
+    assert totals.transform.schema == "k STRING COMMENT 'the key', n BIGINT"
+    assert [e.name for e in totals.expectations] == ["some"]
+
+
+RAW = (
+    "from pyspark import pipelines as dp\nfrom pyspark.sql import SparkSession\n\n\n"
+    "@dp.materialized_view\ndef raw():\n    return SparkSession.active().read.json('/nowhere')\n"
+)
 
 
 def test_a_query_reads_each_dataset_as_a_stream_or_a_snapshot() -> None:
@@ -53,10 +75,9 @@ def test_a_sql_file_declares_datasets_flows_and_lineage() -> None:
         ("CREATE MATERIALIZED VIEW m", r"a\.sql:1: materialized view m has no query"),
         ("CREATE STREAMING TABLE s LOCATION '/x' AS SELECT * FROM STREAM(m)", r"a\.sql:1: cannot read 'LOCATION'"),
         ("CREATE STREAMING TABLE s PARTITIONED BY (a) CLUSTER BY (b)", r"a\.sql:1: s is partitioned or clustered, not both"),
-        ("SET spark.sql.shuffle.partitions = 4", r"a\.sql:1: SET spark.sql.shuffle.partitions: Spark settings per flow"),
         ("CREATE STREAMING TABLE s (CONSTRAINT c EXPECT (a > 0) ON VIOLATION QUARANTINE ROW)", r"a\.sql:1: cannot read 'CONSTRAINT"),
     ],
-    ids=["not-a-pipeline-statement", "parse-error", "no-query", "unknown-clause", "partitioned-and-clustered", "spark-set",
+    ids=["not-a-pipeline-statement", "parse-error", "no-query", "unknown-clause", "partitioned-and-clustered",
          "unknown-violation"],
 )
 def test_what_cannot_run_is_one_sentence_naming_file_and_line(tmp_path: Path, sql: str, message: str) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 
@@ -34,10 +34,16 @@ class AppendFlow:
     inputs: dict[str, Input]
     transform: Callable[..., DataFrame] | None = None
     once: bool = False
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
 
 def append_flow(
-    name: str, *, inputs: dict[str, Input], transform: Callable[..., DataFrame] | None = None, once: bool = False
+    name: str,
+    *,
+    inputs: dict[str, Input],
+    transform: Callable[..., DataFrame] | None = None,
+    once: bool = False,
+    spark_conf: dict[str, str] | None = None,
 ) -> AppendFlow:
     """Declare one more flow into a table, checkpointed at ``checkpoints/<table>/flows/<name>``.
 
@@ -48,10 +54,11 @@ def append_flow(
         columns.
     :param once: a backfill: the flow reads its inputs as snapshots and appends them on the
         table's next run only (again after a full refresh), as Lakeflow's ``append_flow(once=True)``.
+    :param spark_conf: Spark settings for this flow's query only (``spark.sql.shuffle.partitions``...).
     """
     if not _FLOW_NAME.match(name):
         raise DeclarationError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
-    return AppendFlow(name, dict(inputs), transform, once)
+    return AppendFlow(name, dict(inputs), transform, once, dict(spark_conf or {}))
 
 
 def check_flows(

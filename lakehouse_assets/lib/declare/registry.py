@@ -37,4 +37,20 @@ def collect_tables(package: ModuleType | str) -> list[TableSpec]:
                     f"two tables are named {value.name!r} in {root.__name__} (one in {module.__name__})"
                 )
             tables.setdefault(value.name, value)
+    refuse_cycles(list(tables.values()))
     return list(tables.values())
+
+
+def refuse_cycles(tables: list[TableSpec]) -> None:
+    """One sentence naming the cycle when tables read each other round in a circle."""
+    reads = {t.name: set(t.upstream_tables) for t in tables}
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            cycle = (*path[path.index(name) :], name)
+            raise DeclarationError(f"tables read each other in a cycle: {' -> '.join(cycle)}")
+        for upstream in reads.get(name, ()):
+            visit(upstream, (*path, name))
+
+    for name in reads:
+        visit(name, ())

@@ -95,6 +95,8 @@ class TableSpec:
     """Which of the table's flows this is (see :meth:`flow_runs`); None: the table's own."""
     once: bool = False
     """This flow is a backfill that runs once (``append_flow(once=True)``)."""
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    """Spark settings for this flow's query only (a pipeline's ``spark_conf=``)."""
 
     @property
     def every_input(self) -> list[Input]:
@@ -139,6 +141,7 @@ class TableSpec:
                 inputs={**self.inputs, **f.inputs},
                 transform=f.transform or self.transform,
                 once=f.once,
+                spark_conf=f.spark_conf,
             )
             for f in self.flows
         ]

@@ -35,6 +35,7 @@ from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.spark.session import session_settings
 
 Log = Callable[[str], None]
 
@@ -86,7 +87,8 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log)
     started = time.monotonic()
     report = RunReport(table.name)
     for flow in table.flow_runs():
-        _run_flow(spark, paths, flow, report, log)
+        with session_settings(spark, flow.spark_conf, owner=flow.checkpoint_name):
+            _run_flow(spark, paths, flow, report, log)
     report.duration_s = round(time.monotonic() - started, 3)
     return report
 

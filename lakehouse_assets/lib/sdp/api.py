@@ -259,13 +259,7 @@ def create_auto_cdc_from_snapshot_flow(
             target=target,
             source=source,
             keys=column_names(keys, "keys", location) or [],
-            sequence_by="",
-            apply_as_deletes=None,
-            column_list=None,
-            except_column_list=None,
             stored_as_scd_type=int(stored_as_scd_type),
-            track_history_column_list=None,
-            track_history_except_column_list=None,
             source_code_location=location,
             from_snapshot=True,
         )

@@ -28,6 +28,7 @@ from lakehouse_assets.lib.declare.cdc import snapshot_cdc
 from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed
+from lakehouse_assets.lib.declare.registry import refuse_cycles
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, TableSink, recompute
 from lakehouse_assets.lib.declare.table import Quarantine, TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
@@ -95,9 +96,9 @@ class Converter:
         flow: str | None = None,
         key_checks: list[TableCheck] | None = None,
     ) -> TableSpec:
-        """The table of ``output``; its expectations are those of the functions of ``queries``;
-        ``flows`` its further flows, ``flow`` the name of its own (None: named like the table);
-        ``key_checks`` what its declared keys promise."""
+        """The table of ``output``; expectations and ``spark_conf`` from the functions of ``queries``
+        (its own first); ``flows`` its further flows, ``flow`` the name of its own (None: named like
+        the table); ``key_checks`` what its declared keys promise."""
         expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
         quarantined = any(e.action == "quarantine" for e in expectations)
         kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
@@ -124,6 +125,7 @@ class Converter:
             checks=[*(key_checks or []), *(expectation_met(e.name, e.condition, e.action) for e in expectations)],
             flows=flows or [],
             flow=flow,
+            spark_conf=dict(queries[0].spark_conf or {}) if queries else {},
         )
 
     def materialized_view(self, output: MaterializedView) -> TableSpec:
@@ -239,7 +241,9 @@ class Converter:
         order = [first] + [i for i in range(len(flows)) if i != first]
         flows, found = [flows[i] for i in order], [found[i] for i in order]
         further = [
-            append_flow(f.name, inputs=i.declared(), transform=self.query(f, i), once=is_once(f))
+            append_flow(
+                f.name, inputs=i.declared(), transform=self.query(f, i), once=is_once(f), spark_conf=f.spark_conf
+            )
             for f, i in zip(flows[1:], found[1:], strict=True)
         ]
         own_flow = None if flows[0].name == output.name else flows[0].name
@@ -271,27 +275,13 @@ class Converter:
                 tables.append(self.materialized_view(output))
             elif isinstance(output, SdpStreamingTable):
                 tables.append(self.streaming_table(output))
-        _refuse_cycles(tables)
+        refuse_cycles(tables)
         return tables
 
 
 def _at(element: object) -> tuple[str, int]:
     location = element.source_code_location  # type: ignore[attr-defined]
     return location.filename, location.line_number or 1
-
-
-def _refuse_cycles(tables: list[TableSpec]) -> None:
-    reads = {t.name: set(t.upstream_tables) for t in tables}
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        if name in path:
-            cycle = (*path[path.index(name) :], name)
-            raise DeclarationError(f"datasets read each other in a cycle: {' -> '.join(cycle)}")
-        for upstream in reads.get(name, ()):
-            visit(upstream, (*path, name))
-
-    for name in reads:
-        visit(name, ())
 
 
 def pipeline_tables(spec_path: Path) -> list[TableSpec]:

@@ -29,7 +29,7 @@ def where(location: SourceCodeLocation | None) -> str:
     return f"{location.filename}:{location.line_number}" if location.line_number else location.filename
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CdcFlow:
     """An Auto CDC flow, from pyspark's ``create_auto_cdc_flow`` or this project's (which also
     takes SCD type 2 and the columns whose changes open a version)."""
@@ -38,14 +38,14 @@ class CdcFlow:
     target: str
     source: str
     keys: list[str]
-    sequence_by: str
-    apply_as_deletes: str | None
-    column_list: list[str] | None
-    except_column_list: list[str] | None
-    stored_as_scd_type: int
-    track_history_column_list: list[str] | None
-    track_history_except_column_list: list[str] | None
     source_code_location: SourceCodeLocation
+    stored_as_scd_type: int = 1
+    sequence_by: str = ""
+    apply_as_deletes: str | None = None
+    column_list: list[str] | None = None
+    except_column_list: list[str] | None = None
+    track_history_column_list: list[str] | None = None
+    track_history_except_column_list: list[str] | None = None
     # create_auto_cdc_from_snapshot_flow: the source is a full snapshot read each run.
     from_snapshot: bool = False
 
@@ -98,8 +98,6 @@ def from_pyspark_cdc(flow: AutoCdcFlow) -> CdcFlow:
         column_list=column_names(flow.column_list, "column_list", loc),
         except_column_list=column_names(flow.except_column_list, "except_column_list", loc),
         stored_as_scd_type=int(flow.stored_as_scd_type or 1),
-        track_history_column_list=None,
-        track_history_except_column_list=None,
         source_code_location=loc,
     )
 

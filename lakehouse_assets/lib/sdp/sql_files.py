@@ -232,23 +232,19 @@ def _substituted(statement: str, variables: dict[str, str]) -> str:
 
 def register_sql_file(graph: PipelineGraph, text: str, file: Path) -> None:
     """Register every statement of the SQL file ``file`` in ``graph``. ``SET key = value``
-    defines ``${key}`` for the statements after it (as the spec's ``configuration`` does)."""
+    defines ``${key}`` for the statements after it (as the spec's ``configuration`` does) and,
+    as spark-pipelines does, is a Spark setting of every flow the file declares after it."""
     variables: dict[str, str] = {}
     for line, raw in statements(text):
         location = SourceCodeLocation(filename=str(file), line_number=line)
         place = f"{file}:{line}"
         statement = _substituted(raw, variables)
         if match := re.fullmatch(r"SET\s+([\w.]+)\s*=\s*(.*)", statement, re.IGNORECASE | re.DOTALL):
-            if match[1].startswith("spark."):
-                raise DeclarationError(
-                    f"{place}: SET {match[1]}: Spark settings per flow are not applied here; set it on the engine "
-                    "(spark_conf of the session) instead"
-                )
             variables[match[1]] = match[2].strip().strip("'\"")
             continue
         if match := _FLOW.fullmatch(statement):
             name, target = _unquote(match["name"]), _unquote(match["target"])
-            graph.register_flow(Flow(name, target, {}, location, query_function(match["query"], place)))
+            graph.register_flow(Flow(name, target, dict(variables), location, query_function(match["query"], place)))
             continue
         match = _DATASET.fullmatch(statement)
         if match is None:
@@ -275,4 +271,4 @@ def register_sql_file(graph: PipelineGraph, text: str, file: Path) -> None:
                                        "dataset with AS SELECT ...")  # fmt: skip
             continue
         function = expect_each(expectations)(query_function(query, place))
-        graph.register_flow(Flow(name, name, {}, location, function))
+        graph.register_flow(Flow(name, name, dict(variables), location, function))

@@ -10,11 +10,14 @@ import contextlib
 import os
 import sys
 import warnings
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dagster_pyspark import LazyPySparkResource
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
@@ -135,6 +138,30 @@ def renew_spark(session: SparkSession) -> SparkSession:
     with contextlib.suppress(Exception):  # the engine that held it may be gone
         session.stop()
     return _engine_client(remote)
+
+
+@contextlib.contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str], owner: str) -> Iterator[None]:
+    """Spark settings for what runs inside (a flow's ``spark_conf``), the session's own after.
+
+    A streaming query copies the session's settings when it starts, so they hold for its whole
+    run. A setting Spark will not change at run time stops the flow with one sentence.
+    """
+    before = {key: spark.conf.get(key, None) for key in settings}
+    try:
+        for key, value in settings.items():
+            try:
+                spark.conf.set(key, value)
+            except PySparkException as error:
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                raise DeclarationError(
+                    f"{owner}: spark_conf {key}={value} cannot be set for one flow: {reason}"
+                ) from None
+        yield
+    finally:
+        for key, previous in before.items():
+            with contextlib.suppress(Exception):
+                spark.conf.unset(key) if previous is None else spark.conf.set(key, previous)
 
 
 class SparkResource(LazyPySparkResource):
