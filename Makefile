@@ -29,7 +29,7 @@ help:
 	@echo "make kafka       - run a Kafka broker in the foreground on 127.0.0.1:\$$LAKEHOUSE_KAFKA_PORT (9092); make dev KAFKA=1 starts one too"
 	@echo "make land        - drop a new generated batch into the landing zone"
 	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
-	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95)"
+	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95); BURST=1: all sources at once"
 	@echo "make bench       - the benchmark suite (bench/results.md); make bench-sdp: the SDP example vs spark-pipelines;"
 	@echo "                   make bench-scale-out: the events chain on a cluster and an S3 bucket vs local mode"
 	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows;"
@@ -208,7 +208,7 @@ s3: setup
 
 # Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
 latency: setup
-	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python scripts/measure_latency.py $(LATENCY_ARGS)
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python scripts/measure_latency.py $(if $(filter 1,$(BURST)),--burst) $(LATENCY_ARGS)
 
 # The benchmark suite (issue 7): writes bench/results.md and bench/history_scaling.png.
 # BENCH_ARGS=--quick for a small trial configuration; see bench/run.py --help.

@@ -15,6 +15,9 @@ every drop, then p50 and p95.
   (a broker the script starts, or ``$LAKEHOUSE_KAFKA_BOOTSTRAP`` with a running ``make dev
   KAFKA=1``); the Kafka sensor does the rest. The latency is the gold commit minus the broker's
   acknowledgement of the message.
+* ``--burst`` (``make latency BURST=1``): each round lands a file in all four sources at once and
+  times until every table has taken it in, with the runs started, failed and retried
+  (``scripts/burst.py``); ``--drops`` is the number of rounds.
 * If nothing answers there, the script starts ``dagster dev`` itself on a free port, with the
   repository's instance (or, with ``--isolated``, a temporary instance and data root, so it
   disturbs nothing), and stops it at the end. Like ``make dev`` it starts the Spark Connect
@@ -40,6 +43,7 @@ import json  # noqa: E402
 import uuid  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
+from scripts.burst import Round, burst_round  # noqa: E402
 from devstack.dagster_dev import DagsterDev, delta_versions  # noqa: E402
 from devstack.kafka_broker import KafkaBroker  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
@@ -205,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         "--embedded-spark", action="store_true", help="when starting dagster dev: no Spark Connect engine (a JVM per run)"
     )
     parser.add_argument("--kafka", action="store_true", help="one message per drop to Kafka topic events, not a file")
+    parser.add_argument("--burst", action="store_true", help="each round a file in every source at once")
     args = parser.parse_args(argv)
     if args.drops < 1:
         parser.error("--drops must be at least 1")
@@ -232,8 +237,19 @@ def main(argv: list[str] | None = None) -> int:
         started.start()
         server = started
     parts: list[dict] = []
+    rounds: list[Round] = []
     try:
-        latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts, kafka)
+        if args.burst:
+            warm_up(server, paths, args.rows, args.timeout)
+            for i in range(args.drops):
+                seed = int(time.time() * 1000) % 2**31 + i
+                rounds.append(burst_round(server, paths, seed, args.rows, args.timeout))
+                r = rounds[-1]
+                print(f"burst {i + 1:2d}/{args.drops}: every table took it in after {r.seconds:6.1f}s; "
+                      f"{r.runs} runs, {r.failed} failed, {r.retried} retries", flush=True)  # fmt: skip
+            latencies = [r.seconds for r in rounds]
+        else:
+            latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts, kafka)
     finally:
         if started:
             started.stop()
@@ -242,6 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         if tmp:
             tmp.cleanup()
     p50, p95 = percentile(latencies, 0.50), percentile(latencies, 0.95)
+    if rounds:
+        print(
+            f"\nburst (a file in each of the four sources at once) -> every table, over {len(rounds)} rounds: "
+            f"p50 {p50:.1f}s, p95 {p95:.1f}s (max {max(latencies):.1f}s); runs {sum(r.runs for r in rounds)}, "
+            f"failed {sum(r.failed for r in rounds)}, retries {sum(r.retried for r in rounds)}"
+        )
+        return 0
     print(
         f"\n{'Kafka message' if kafka else 'landing'} -> {GOLD} latency over {len(latencies)} drops: "
         f"p50 {p50:.1f}s, p95 {p95:.1f}s (min {min(latencies):.1f}s, max {max(latencies):.1f}s, "

@@ -31,7 +31,7 @@ import pytest
 from devstack.dagster_dev import IN_FLIGHT, DagsterDev, delta_versions, isolated_home
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets_tests.support.runs import assert_events_exact, assert_no_overlap, step_intervals
+from lakehouse_assets_tests.support.runs import assert_events_exact, assert_no_overlap, step_intervals, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -42,15 +42,6 @@ ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "LAKEHOUSE_SENSOR_INTERVAL_SECONDS": "5"}
 def gold_version(paths: LakehousePaths) -> int:
     versions = delta_versions(paths.local_path(paths.table(GOLD)))
     return versions[-1][0] if versions else -1
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(1)
-    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
 
 
 def launch(dev: DagsterDev, job: str) -> str:

@@ -1,8 +1,9 @@
-"""Helpers over finished runs: when each run's steps ran, and the events chain's exactness."""
+"""Helpers over runs: waiting for them, when each run's steps ran, and the events chain's exactness."""
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -63,3 +64,13 @@ def assert_events_exact(spark, root: Path, messages: list[tuple[str | None, str]
     for key, (revenue, orders, buyers) in want.items():
         got = gold[key]
         assert close(got[0], revenue) and got[1:] == (orders, buyers), (key, got, want[key])
+
+
+def wait_for(predicate, timeout: float, what: str, every: float = 1.0) -> None:
+    """Poll ``predicate`` until it holds; a TimeoutError naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
