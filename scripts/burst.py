@@ -30,7 +30,7 @@ class Round:
 
 
 def _tables(paths: LakehousePaths) -> list[Path]:
-    root = Path(paths.local_path(paths.table("x"))).parent
+    root = paths.local_path(f"{paths.root}/tables")
     return [p for p in root.iterdir() if (p / "_delta_log").is_dir()] if root.is_dir() else []
 
 
@@ -45,7 +45,7 @@ def burst_round(server, paths: LakehousePaths, seed: int, rows: int, timeout: fl
     known = {r["runId"] for r in server.runs(limit=500)}
     landed = generate(paths, GeneratorOptions(files=1, rows=rows, late=0.0, gzip=0.0, seed=seed), None)
     arrived = min(p.stat().st_ctime for p in landed)
-    bronze = [Path(paths.local_path(paths.table(name))) for name in BRONZE]
+    bronze = [paths.local_path(paths.table(name)) for name in BRONZE]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if all(_last_commit_after(t, arrived) for t in bronze):
