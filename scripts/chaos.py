@@ -49,7 +49,7 @@ from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import get_spark
 from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
-from lakehouse_assets_tests.support.expected import ExpectedEvents, expected_history, scd2_row
+from lakehouse_assets_tests.support.expected import ExpectedEvents, expected_history, history_rows, scd2_row
 from lakehouse_assets_tests.support.reference import lost_and_duplicated, mirror_landing
 
 
@@ -87,7 +87,7 @@ def independent_tally(root: Path, spark: SparkSession, messages: list[tuple[str 
     answer = Counter((k[0], k[1], v[1]) for k, v in expected.hourly_revenue().items())
     result["gold_hourly_revenue (plain Python)"] = (sum((answer - gold).values()), sum((gold - answer).values()))
     history, _, _ = expected_history(root)
-    want = Counter(row for rows in history.values() for row in rows)
+    want = history_rows(history)
     got = Counter(scd2_row(r) for r in _read(spark, root, "silver_customers").collect())
     result["silver_customers SCD2 (plain Python)"] = (sum((want - got).values()), sum((got - want).values()))
     return result

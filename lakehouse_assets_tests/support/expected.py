@@ -9,7 +9,7 @@ import io
 import json
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -173,8 +173,14 @@ def expected_history(root) -> tuple[dict[str, list[tuple]], int, int]:
                     versions[-1][2] = at
                 versions.append([tuple(values), at, None])
                 current = tuple(values)
-        history[cid] = [(cid, v, start, end, end is None) for v, start, end in versions]
+        if versions:  # a customer whose only valid change is a delete never had a version
+            history[cid] = [(cid, v, start, end, end is None) for v, start, end in versions]
     return history, len(valid), invalid + malformed
+
+
+def history_rows(history: dict[str, list[tuple]]) -> Counter:
+    """Every SCD2 row of a history, counted, so a duplicated version fails a comparison."""
+    return Counter(row for rows in history.values() for row in rows)
 
 
 def close(a: float, b: float) -> bool:
