@@ -19,7 +19,8 @@ from typing import IO
 
 from devstack.ports import serving
 from devstack.supervisor import kill_group, serve_in_foreground, start_process, stop_group, wait_until_serving
-from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.engine.catalog import register_tables
+from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths, current
 from lakehouse_assets.lib.spark.connect_server import connect_server_command, connect_server_env
 
 
@@ -87,6 +88,28 @@ class ConnectServer:
         self.stop()
 
 
+def name_tables(url: str) -> None:
+    """Register every table under the data root in the engine's catalog, so its clients find
+    them by name from the start; a failure is one line, not a failed engine."""
+    from pyspark.sql import SparkSession
+
+    paths = LakehousePaths.from_env()
+    try:
+        session = SparkSession.builder.remote(url).create()
+        try:
+            added = register_tables(session, paths, warn=lambda note: print(f"engine: {note}", file=sys.stderr))
+        finally:
+            session.stop()
+    except Exception as error:  # noqa: BLE001 - the engine serves without names too
+        print(
+            f"engine: tables under {paths.root} not registered by name: {str(error).splitlines()[0][:300]}",
+            file=sys.stderr,
+        )
+        return
+    if added:
+        print(f"engine: {len(added)} tables under {paths.root} registered by name", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the Spark Connect engine in the foreground.")
     parser.add_argument(
@@ -100,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     server = ConnectServer(args.port, args.master, log=None)
     print(f"engine: starting Spark Connect on {server.url} (Ctrl-C stops it)", flush=True)
     return serve_in_foreground(
-        "engine", server.start, server.stop, lambda: server.url + "\n",
+        "engine", lambda: (server.start(), name_tables(server.url)), server.stop, lambda: server.url + "\n",
         lambda: f"serving; point runs at it with  export SPARK_REMOTE={server.url}",
         watch=server.running, exit_code=lambda: server.returncode,
     )  # fmt: skip

@@ -5,6 +5,9 @@ retry that leaves every table exact; one restarted mid-run is waited for by the 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -89,6 +92,17 @@ def test_runs_through_the_engine_equal_the_landed_answers(tmp_path: Path, spark,
     assert JVM_BANNER not in (tmp_path / "child.log").read_text(), "a run started its own Spark JVM"
     assert_tables_match_landed_files(lh)
     assert table_history(lh) == expected_history(lh.root)[0]
+    # Tables by name on the engine: the SQL command line, a client like any other.
+    env = {**os.environ, **remote, "LAKEHOUSE_ROOT": str(lh.root)}
+    for name in ("silver_events", "silver_customers"):
+        query = subprocess.run([sys.executable, "-m", "lakehouse_assets.sql", f"SELECT count(*) AS rows FROM {name}"],
+                               env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert query.returncode == 0, query.stderr[-2000:]
+        assert re.search(rf"│\s*{lh.table(name).count()}\s*│", query.stdout), query.stdout
+    missing = subprocess.run([sys.executable, "-m", "lakehouse_assets.sql", "SELECT * FROM no_such_table"],
+                             env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr, missing.stderr[-2000:]
+    assert "TABLE_OR_VIEW_NOT_FOUND" in missing.stderr and "silver_events" in missing.stderr, missing.stderr
 
 
 @pytest.mark.slow

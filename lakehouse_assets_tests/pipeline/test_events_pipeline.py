@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from datetime import UTC, datetime
 
+import dagster as dg
 import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
@@ -117,6 +118,17 @@ def test_row_counts_in_the_metadata_are_the_tables_counts(runs: dict) -> None:
     for event in runs["second"].get_asset_materialization_events():
         asset = event.asset_key.to_user_string()
         assert metadata(runs["second"], asset)["dagster/row_count"] == lh.table(asset).count(), asset
+
+
+def test_every_table_is_found_by_name_in_the_catalog(runs: dict) -> None:
+    # The run that created each table registered it under its own name (lib.engine.catalog).
+    lh = runs["lh"]
+    graph = lh.defs.resolve_asset_graph()
+    for name in ("bronze_events", "bronze_events_quarantine", "silver_events", "gold_hourly_revenue"):
+        by_name, by_path = lh.spark.table(name), lh.table(name)
+        assert by_name.count() == by_path.count() > 0, name
+        assert by_name.exceptAll(by_path).isEmpty() and by_path.exceptAll(by_name).isEmpty(), name
+        assert graph.get(dg.AssetKey(name)).metadata["dagster/table_name"] == name
 
 
 @pytest.mark.parametrize("run", ["first", "second"])

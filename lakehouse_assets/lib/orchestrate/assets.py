@@ -68,6 +68,8 @@ def _specs(table: TableSpec, paths: LakehousePaths) -> list[dg.AssetSpec]:
             table.description,
             {
                 "dagster/uri": _uri(table, paths),
+                # Registered under this name in the catalog (engine.catalog): spark.table(name).
+                **({"dagster/table_name": table.name} if table.writes_delta else {}),
                 "dagster/code_references": _code_reference(table),
                 "landing_sources": ", ".join(table.landing_sources) or "-",
             },
@@ -78,7 +80,7 @@ def _specs(table: TableSpec, paths: LakehousePaths) -> list[dg.AssetSpec]:
             spec(
                 table.quarantine.table,
                 f"Rows of {table.name} that failed its expectations, with the names they failed.",
-                {"dagster/uri": paths.table(table.quarantine.table)},
+                {"dagster/uri": paths.table(table.quarantine.table), "dagster/table_name": table.quarantine.table},
             )
         )
     return specs

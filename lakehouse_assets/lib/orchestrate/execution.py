@@ -20,6 +20,7 @@ from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log
+from lakehouse_assets.lib.engine.catalog import register_table
 from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
 from lakehouse_assets.lib.engine.report import RunReport
@@ -90,11 +91,13 @@ def _materializations(
     table: TableSpec,
     request: TableRequest,
     log: Callable[[str], None],
+    warn: Callable[[str], None],
 ) -> tuple[RunReport, list[Materialized]]:
     """Run the table's query and describe each selected output (no event is yielded yet, so a
     transient fault anywhere in here can be retried whole)."""
     previous = request.previous or {}
     report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
+    _name_new_tables(session, paths, table, previous, warn)
     materialized = []
     if table.name in request.assets and isinstance(table.sink, DeltaPathSink):
         version = dg.MetadataValue.int(delta_log.delta_version(table.sink.path) or 0)
@@ -110,6 +113,26 @@ def _materializations(
         content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
         materialized.append(Materialized(name, {**quarantine_run_metadata(report), **content}))
     return report, materialized
+
+
+def _name_new_tables(
+    session: SparkSession,
+    paths: LakehousePaths,
+    table: TableSpec,
+    previous: dict[str, dict[str, Any]],
+    warn: Callable[[str], None],
+) -> None:
+    """Register in the catalog each output under the data root that no earlier materialization
+    recorded (a first run, a full refresh), so ``spark.table(name)`` finds it."""
+    for name in table.delta_outputs:
+        if "delta_version" in previous.get(name, {}) or delta_log.delta_version(paths.table(name)) is None:
+            continue
+        try:
+            register_table(session, name, paths.table(name), warn)
+        except Exception as error:
+            if engine_lost(error, current().spark_remote):
+                raise
+            warn(f"{name}: not registered in the catalog: {str(error).splitlines()[0][:300]}")
 
 
 def retrying(
@@ -172,7 +195,7 @@ def table_events(
     warn = warn or log
     try:
         session, (report, materialized) = retrying(
-            table.name, lambda s: _materializations(s, paths, table, request, log), session, warn, renew
+            table.name, lambda s: _materializations(s, paths, table, request, log, warn), session, warn, renew
         )
     except LakehouseError as error:
         for check in checks:
