@@ -23,6 +23,9 @@ EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 SDP_FILES = ("bronze.py", "silver_orders.py", "gold_revenue.py")
 SDP_DATASETS = ("bronze_orders_eu", "bronze_orders_us", "bronze_customer_changes", "silver_orders", "customer_revenue")
 SPARK_PIPELINES = Path(sys.executable).with_name("spark-pipelines")
+# SDP's datasets go to a database of their own: the engine's default database names this
+# project's tables (lib/engine/catalog.py), and the same names there would be the same tables.
+SDP_DATABASE = "spark_pipelines"
 
 
 def sdp_project(work: Path, landing: Path) -> Path:
@@ -35,6 +38,7 @@ def sdp_project(work: Path, landing: Path) -> Path:
     spec = {
         "name": "sdp_orders",
         "storage": (work / "sdp_storage").as_uri(),
+        "database": SDP_DATABASE,
         "configuration": {"orders.landing": str(landing), "spark.sql.sources.default": "delta"},
         "libraries": [{"glob": {"include": "transformations/**"}}],
     }
@@ -48,13 +52,15 @@ def engine_conf(work: Path) -> dict[str, str]:
 
 
 def sdp_table_path(work: Path, dataset: str) -> Path:
-    return work / "sdp_warehouse" / dataset
+    return work / "sdp_warehouse" / f"{SDP_DATABASE}.db" / dataset
 
 
 def run_spark_pipelines(project: Path, remote: str) -> tuple[float, str]:
     """``spark-pipelines run`` against the engine at ``remote``: (seconds, its output)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_REMOTE", None)
+    create = f"from pyspark.sql import SparkSession as S; S.builder.remote({remote!r}).create().sql('CREATE SCHEMA IF NOT EXISTS {SDP_DATABASE}')"
+    subprocess.run([sys.executable, "-c", create], env=env, check=True, capture_output=True, timeout=300)
     command = [str(SPARK_PIPELINES), "run", "--spec", str(project / "spark-pipeline.yml"), "--remote", remote]
     started = time.monotonic()
     done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
