@@ -6,7 +6,10 @@ on the same engine with SDP's tables."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -39,6 +42,26 @@ def materialize_all(root: Path, home: Path, remote: str | None) -> str:
     return done.stdout + done.stderr
 
 
+def materialize_killed(root: Path, home: Path, remote: str) -> None:
+    """A run SIGKILLed (its whole process group) once ``silver_orders`` has committed new rows,
+    so some tables are written and some not."""
+    env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "DAGSTER_HOME": str(home), "SPARK_REMOTE": remote}
+    dagster = Path(sys.executable).parent / "dagster"
+    command = [str(dagster), "asset", "materialize", "-f", str(EXAMPLE / "definitions.py"), "--select", "*"]
+    log = root / "tables" / "silver_orders" / "_delta_log"
+    before = len(list(log.glob("*.json")))
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while len(list(log.glob("*.json"))) == before and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert child.poll() is None, "the run ended before it could be killed: nothing was tested"
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
 def table(spark, root: Path, name: str) -> list[dict]:
     return [r.asDict() for r in spark.read.format("delta").load(str(root / "tables" / name)).collect()]
 
@@ -56,14 +79,34 @@ def assert_same_as_spark_pipelines(spark, root: Path, work: Path, remote: str) -
         assert rows(spark, root / "tables" / dataset, columns) == rows(spark, theirs, columns), dataset
 
 
+def clustering_columns(table_path: Path) -> list[list[str]] | None:
+    """The clustering columns the table's Delta log records (its ``delta.clustering`` domain)."""
+    found = None
+    for commit in sorted((table_path / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            domain = json.loads(line).get("domainMetadata")
+            if domain and domain["domain"] == "delta.clustering" and not domain.get("removed"):
+                found = json.loads(domain["configuration"])["clusteringColumns"]
+    return found
+
+
 def stamp(value) -> str | None:
     return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def latest_metadata(instance: dg.DagsterInstance, asset: str) -> dict:
-    event = instance.get_latest_materialization_event(dg.AssetKey(asset))
-    assert event is not None and event.asset_materialization is not None
-    return {k: getattr(v, "value", v) for k, v in event.asset_materialization.metadata.items()}
+ROUND_FIGURES = ("bronze_orders_eu", "bronze_customer_changes", "customer_revenue", "revenue_by_country")
+
+
+def materialization_ids(instance: dg.DagsterInstance) -> set[int]:
+    """The materializations recorded so far of the assets whose figures each round checks."""
+    return {r.storage_id for a in ROUND_FIGURES for r in instance.fetch_materializations(dg.AssetKey(a), limit=1000).records}
+
+
+def new_metadata(instance: dg.DagsterInstance, asset: str, seen: set[int]) -> list[dict]:
+    """The metadata of ``asset``'s materializations not in ``seen`` (this round's runs)."""
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=1000).records
+    return [{k: getattr(v, "value", v) for k, v in r.asset_materialization.metadata.items()}
+            for r in records if r.storage_id not in seen and r.asset_materialization]  # fmt: skip
 
 
 def assert_tables_exact(spark, root: Path, eu: list[dict], us: list[dict], changes: list[dict]) -> None:
@@ -88,6 +131,17 @@ def assert_tables_exact(spark, root: Path, eu: list[dict], us: list[dict], chang
     assert by_country == answers.revenue_by_country(silver, current)
 
 
+def assert_read_by_name(spark, root: Path, remote: str) -> None:
+    """A client of the engine reads a dataset by its name alone (the SQL command line)."""
+    env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "SPARK_REMOTE": remote}
+    query = "SELECT count(*) AS customers, sum(orders) AS orders FROM customer_revenue"
+    done = subprocess.run([sys.executable, "-m", "lakehouse_assets.sql", query], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    by_path = spark.read.format("delta").load(str(root / "tables" / "customer_revenue"))
+    customers, orders = by_path.count(), by_path.agg({"orders": "sum"}).first()[0]
+    assert re.search(rf"│\s*{customers}\s*│\s*{orders}\s*│", done.stdout), done.stdout
+
+
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The example's data root and Dagster instance, shared by this module's tests."""
@@ -104,25 +158,35 @@ def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Pat
     root, home = example
     with open(tmp_path / "engine.log", "wb") as log, ConnectServer(free_port(), log=log, conf=side_by_side.engine_conf(tmp_path)) as engine:
         run_two_rounds(spark, root, home, engine.url)
+        assert_read_by_name(spark, root, engine.url)
         assert_same_as_spark_pipelines(spark, root, tmp_path, engine.url)
 
 
 def run_two_rounds(spark, root: Path, home: Path, remote: str) -> None:
     landing = root / "landing" / "sdp_orders"
     eu, us, changes = [], [], []
+    seen: set[int] = set()
     for round_no in (1, 2):
         new_eu, new_us, new_changes = answers.land_round(landing, round_no)
         eu, us, changes = eu + new_eu, us + new_us, changes + new_changes
+        if round_no == 2:  # killed midway, then run again: still exactly once
+            materialize_killed(root, home, remote)
         materialize_all(root, home, remote)
         assert_tables_exact(spark, root, eu, us, changes)
+        # The sink got every valid order once; customers_history is clustered (its Delta log says so).
+        export = Counter(tuple(r) for r in spark.read.format("delta").load(str(root / "exports" / "orders"))
+                         .select("order_id", "customer_id", "amount", "region").collect())  # fmt: skip
+        assert export == Counter(answers.silver_orders(eu, us))
+        assert clustering_columns(root / "tables" / "customers_history") == [["customer_id"]]
         instance = dg.DagsterInstance.from_config(str(home))
-        # Streaming tables read only the new files.
-        assert latest_metadata(instance, "bronze_orders_eu")["rows_read"] == len(new_eu)
-        assert latest_metadata(instance, "bronze_customer_changes")["rows_read"] == len(new_changes)
+        # Streaming tables read only the new files, once across the killed run and the next.
+        assert sum(m.get("rows_read", 0) for m in new_metadata(instance, "bronze_orders_eu", seen)) == len(new_eu)
+        assert sum(m.get("rows_read", 0) for m in new_metadata(instance, "bronze_customer_changes", seen)) == len(new_changes)
         assert len(table(spark, root, "bronze_orders_us")) == len(us)
         # The GROUP BY over one dataset is maintained by key; the join is recomputed whole.
-        assert latest_metadata(instance, "customer_revenue")["refresh"] == "incremental"
-        assert latest_metadata(instance, "revenue_by_country")["refresh"] == "full"
+        assert "incremental" in {m.get("refresh") for m in new_metadata(instance, "customer_revenue", seen)}
+        assert "full" in {m.get("refresh") for m in new_metadata(instance, "revenue_by_country", seen)}
+        seen = materialization_ids(instance)
         # What the declared keys promise held, as asset checks.
         for asset, check in (("customers", "unique_customer_id"), ("customer_revenue", "unique_customer_id"),
                              ("customers_history", "scd2_history_valid")):  # fmt: skip
@@ -134,6 +198,7 @@ def run_two_rounds(spark, root: Path, home: Path, remote: str) -> None:
             materialize_all(root, home, remote)
             after = {name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")}
             assert after == versions, "a run with nothing new changed a table"
+            seen = materialization_ids(dg.DagsterInstance.from_config(str(home)))
 
 
 @pytest.mark.slow

@@ -42,8 +42,13 @@ def test_example_datasets_lineage_and_strategies() -> None:
     tables = {t.name: t for t in pipeline_tables(EXAMPLE)}
     assert set(tables) == {
         "bronze_orders_eu", "bronze_orders_us", "bronze_customer_changes", "silver_orders",
-        "customers", "customers_history", "customer_revenue", "revenue_by_country",
+        "customers", "customers_history", "customer_revenue", "revenue_by_country", "orders_export",
     }  # fmt: skip
+    # The sink is an asset reading silver_orders; its rows go to the path the spec configures.
+    export = tables["orders_export"]
+    assert export.upstream_tables == ["silver_orders"] and isinstance(export.sink, DeltaPathSink)
+    assert export.sink.path.endswith("/exports/orders")
+    assert tables["customers_history"].cluster_by == ["customer_id"]
     silver = tables["silver_orders"]
     # The temporary view is inlined: silver reads the bronze table under it.
     assert silver.upstream_tables == ["bronze_orders_eu", "bronze_orders_us"]
