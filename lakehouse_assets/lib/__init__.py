@@ -25,7 +25,7 @@ from lakehouse_assets.lib.declare.expectations import (
     expect_or_quarantine,
 )
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
-from lakehouse_assets.lib.declare.inputs import change_feed, kafka, landing, static, stream
+from lakehouse_assets.lib.declare.inputs import catalog_table, change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 from lakehouse_assets.lib.declare.quarantine_checks import quarantine_rate, quarantine_traceable
 from lakehouse_assets.lib.declare.registry import collect_tables
@@ -84,6 +84,7 @@ __all__ = [
     "auto_cdc",
     "build_definitions",
     "build_table_assets",
+    "catalog_table",
     "change_feed",
     "collect_tables",
     "expect",

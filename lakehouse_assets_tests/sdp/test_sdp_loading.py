@@ -81,8 +81,8 @@ def test_component_builds_the_same_assets() -> None:
         ({"a.py": HEADER + "@dp.materialized_view\ndef t():\n    return spark.range(3)\n\n\n"
                   "@dp.materialized_view(name='t')\ndef t2():\n    return spark.range(4)\n"},
          r"a\.py:8: t is defined twice \(first at .*a\.py:3\)"),
-        ({"a.py": HEADER + "@dp.materialized_view\ndef t():\n    return spark.read.table('nope')\n"},
-         r"a\.py:3: t reads nope, which is not a dataset of this pipeline"),
+        ({"a.py": HEADER + "@dp.table\ndef t():\n    return spark.readStream.table('nope')\n"},
+         r"a\.py:3: t reads nope, which is not a dataset of this pipeline \(a stream of it cannot be read\)"),
         ({"a.py": HEADER + "@dp.materialized_view\ndef x():\n    return spark.read.table('y')\n\n\n"
                   "@dp.materialized_view\ndef y():\n    return spark.read.table('x')\n"},
          r"cycle: (x -> y -> x|y -> x -> y)"),

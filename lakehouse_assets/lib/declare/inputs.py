@@ -93,13 +93,21 @@ class KafkaInput:
         return ", ".join(self.topics) if self.topics else f"topics matching {self.pattern}"
 
 
-Input = TableInput | LandingInput | KafkaInput
+@dataclass(frozen=True)
+class CatalogInput:
+    """A table of Spark's catalog that no declared table writes (reference data kept elsewhere),
+    read by name as a snapshot when the run starts."""
+
+    table: str
+
+
+Input = TableInput | LandingInput | KafkaInput | CatalogInput
 
 
 def is_streaming(source: Input) -> bool:
     """Whether the input is read as a stream (landing files, streams, change feeds), not as a
     static snapshot."""
-    return not (isinstance(source, TableInput) and source.mode == "static")
+    return not (isinstance(source, CatalogInput) or (isinstance(source, TableInput) and source.mode == "static"))
 
 
 def stream(
@@ -129,6 +137,16 @@ def static(table: str, *, schema_if_missing: str | None = None) -> TableInput:
     :param schema_if_missing: DDL schema of an empty frame used while the table does not exist.
     """
     return TableInput(table, "static", schema_if_missing=schema_if_missing)
+
+
+def catalog_table(name: str) -> CatalogInput:
+    """Read the table ``name`` of Spark's catalog (not a table declared here) as a snapshot when
+    the run starts. A materialized view reading one is recomputed on every run: its changes
+    are not tracked.
+
+    :param name: the table's name in the catalog (``db.table`` or ``table``).
+    """
+    return CatalogInput(name)
 
 
 def change_feed(table: str, *, options: dict[str, str] | None = None) -> TableInput:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.expectations import with_expectation_flags
-from lakehouse_assets.lib.declare.inputs import TableInput
+from lakehouse_assets.lib.declare.inputs import CatalogInput, TableInput
 from lakehouse_assets.lib.declare.sinks import OverwriteSink, SnapshotCdcSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, faults, storage
@@ -46,7 +46,9 @@ def run_overwrite(
     saved = storage.read_text(_state_file(paths, table))
     exists = delta_log.delta_version(paths.table(table.name)) is not None
     assert isinstance(table.sink, OverwriteSink)
-    if exists and saved is not None and json.loads(saved) == versions and not table.sink.always:
+    # A catalog table's changes are not tracked: a view reading one is recomputed every run.
+    tracked = not any(isinstance(i, CatalogInput) for i in table.inputs.values())
+    if exists and saved is not None and json.loads(saved) == versions and not table.sink.always and tracked:
         log(f"{table.name}: every input is at the version of the last run ({versions}); not recomputed")
         return
     frames = read_inputs(spark, paths, table, log)

@@ -9,10 +9,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput, TableInput
+from lakehouse_assets.lib.declare.inputs import CatalogInput, KafkaInput, LandingInput, TableInput
 from lakehouse_assets.lib.declare.parsing import parse_landed_json
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
+from lakehouse_assets.lib.engine.catalog import register_table
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.engine.landing_names import landing_folder
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema, stored_schema
@@ -99,6 +100,20 @@ def read_table(spark: SparkSession, paths: LakehousePaths, source: TableInput, r
     return df
 
 
+def read_catalog_table(spark: SparkSession, paths: LakehousePaths, source: CatalogInput, reader: str) -> DataFrame:
+    """The catalog table ``source.table`` as a snapshot; a Delta table of that name under the data
+    root (another pipeline's) is registered first."""
+    name = source.table
+    if not spark.catalog.tableExists(name) and delta_sql.is_delta_table(paths.table(name)):
+        register_table(spark, name, paths.table(name))
+    if not spark.catalog.tableExists(name):
+        raise LakehouseError(
+            f"{reader} reads {name}, which is neither a table of this pipeline nor in Spark's catalog: "
+            f"register it on the engine (CREATE TABLE {name} USING delta LOCATION '...') or read it by path."
+        )
+    return spark.read.table(name)
+
+
 def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> dict[str, DataFrame]:
     """Each parameter of the table's function and the DataFrame it reads."""
     frames = {}
@@ -114,6 +129,8 @@ def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, lo
             frames[param] = read_landing(spark, paths, source, log, schema)
         elif isinstance(source, KafkaInput):
             frames[param] = read_kafka(spark, source, table)
+        elif isinstance(source, CatalogInput):
+            frames[param] = read_catalog_table(spark, paths, source, table.name)
         else:
             frames[param] = read_table(spark, paths, source, table.name)
     return frames

@@ -70,9 +70,14 @@ class Converter:
                     found.tables[name] = streaming
                 found.files += inner.files
                 found.auto_loader.update(inner.auto_loader)
+                found.catalog += [n for n in inner.catalog if n not in found.catalog]
                 found.views += [v for v in [*inner.views, read.name] if v not in found.views]
+            elif output is None and not read.streaming:  # a table of the catalog, read at run time
+                found.catalog += [read.name] if read.name not in found.catalog else []
             elif output is None or isinstance(output, Sink):
-                what = "a sink" if output is not None else "not a dataset of this pipeline"
+                what = (
+                    "a sink" if output is not None else "not a dataset of this pipeline (a stream of it cannot be read)"
+                )
                 raise DeclarationError(f"{place}: {planned.flow.target} reads {read.name}, which is {what}")
             elif found.tables.get(read.name, read.streaming) != read.streaming:
                 raise DeclarationError(
@@ -153,6 +158,7 @@ class Converter:
             and not expectations
             and not found.files
             and not found.views
+            and not found.catalog
             and list(found.tables) == [planned.incremental[1]]
         ):
             keys, source = planned.incremental
@@ -160,7 +166,7 @@ class Converter:
             sink = recompute(keys, reread_by=keys[0])
             key_checks = [unique(*keys)]
         else:
-            inputs, sink, key_checks = found.declared(), OverwriteSink(always=bool(found.files)), []
+            inputs, sink, key_checks = found.declared(), OverwriteSink(always=bool(found.files or found.catalog)), []
         return self.table(output, sink, inputs, flows, transform=self.query(flows[0], found), key_checks=key_checks)
 
     def snapshot_table(self, output: SdpStreamingTable, flow: CdcFlow) -> TableSpec:

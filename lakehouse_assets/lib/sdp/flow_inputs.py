@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.output import Sink
 
-from lakehouse_assets.lib.declare.inputs import Input, LandingInput, static, stream
+from lakehouse_assets.lib.declare.inputs import Input, LandingInput, catalog_table, static, stream
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import ONCE_ATTRIBUTE, expectations_of
@@ -27,6 +27,8 @@ class FlowInputs:
     views: list[str] = field(default_factory=list)
     # Auto Loader reads, by input key: read by the engine, not by the flow's own code.
     auto_loader: dict[str, LandingInput] = field(default_factory=dict)
+    # Tables of Spark's catalog that are not datasets of the pipeline, read as snapshots.
+    catalog: list[str] = field(default_factory=list)
 
     @property
     def streams(self) -> bool:
@@ -34,7 +36,7 @@ class FlowInputs:
 
     def declared(self) -> dict[str, Input]:
         inputs: dict[str, Input] = {n: stream(n) if s else static(n) for n, s in self.tables.items()}
-        return {**inputs, **self.auto_loader}
+        return {**inputs, **{n: catalog_table(n) for n in self.catalog}, **self.auto_loader}
 
     @classmethod
     def of_files(cls, files: list[FileRead], place: str) -> FlowInputs:
