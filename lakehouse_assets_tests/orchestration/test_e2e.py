@@ -1,7 +1,8 @@
 """End to end under ``dagster dev``: files dropped into the landing zone reach gold by themselves.
 
 One ``dagster dev`` (the repository's dagster.yaml with storage in a temporary DAGSTER_HOME, a
-temporary data root) runs the whole time:
+temporary data root, every run a client of one Spark Connect engine, as under ``make dev``) runs
+the whole time:
 
 1. a burst of three events files lands: the sensor starts one run, gold gets a version;
 2. a file produced earlier is renamed into place with its old mtime (2 days; for older files see
@@ -81,7 +82,8 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
     root = tmp_path / "lakehouse"
     paths = LakehousePaths(str(root))
     started = time.monotonic()
-    with DagsterDev(root=root, home=home, env=ENV) as dev:
+    # As `make dev` runs: every run a client of one Spark Connect engine beside dagster dev.
+    with DagsterDev(root=root, home=home, env=ENV, engine=True) as dev:
         # 1. a burst of files: one run, gold changes
         generate(paths, GeneratorOptions(files=3, rows=300, seed=11), ["events"])
         wait_for(lambda: gold_version(paths) >= 0, 600, "gold after the burst")
@@ -131,7 +133,7 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
 
     instance = dg.DagsterInstance.from_config(str(home))
     try:
-        # one process per run (DefaultRunLauncher + in_process_executor): one JVM per run
+        # one process per run (DefaultRunLauncher + in_process_executor), a client of the engine
         for run in all_runs:
             starts = instance.all_logs(run["runId"], of_type={dg.DagsterEventType.STEP_START})
             assert len({record.dagster_event.pid for record in starts}) == 1, run["runId"]
