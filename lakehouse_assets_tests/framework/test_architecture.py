@@ -152,3 +152,30 @@ def test_nothing_reaches_into_the_driver_jvm() -> None:
         if word in path.read_text()
     }
     assert not found, sorted(found)
+
+
+def test_declarations_run_no_spark_job() -> None:
+    """``declare/`` says what a table is; evaluating anything (a check, a count) is the engine's:
+    no Spark action and no import of the engine or the Dagster adapter there."""
+    actions = (".collect(", ".count()", ".first(", ".take(", ".show(", ".toPandas(", ".read.", ".sql(")
+    declare = {n: p for n, p in modules().items() if n.startswith("lakehouse_assets.lib.declare")}
+    found = {f"{name}: {word}" for name, path in declare.items() for word in actions if word in path.read_text()}
+    assert not found, sorted(found)
+    known = modules()
+    reaching = {
+        f"{name} imports {m}"
+        for name, path in declare.items()
+        for m in imported(name, path, known, module_level=False)
+        if m.startswith(("lakehouse_assets.lib.engine", "lakehouse_assets.lib.orchestrate"))
+    }
+    assert not reaching, sorted(reaching)
+    assert len(declare) > 5
+
+
+def test_every_check_rule_has_an_evaluator() -> None:
+    from typing import get_args
+
+    from lakehouse_assets.lib.declare.checks import CheckRule
+    from lakehouse_assets.lib.engine.check_rules import _EVALUATORS
+
+    assert set(get_args(CheckRule)) == set(_EVALUATORS)

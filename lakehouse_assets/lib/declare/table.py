@@ -19,11 +19,10 @@ from typing import Literal
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.lib.declare.checks import TableCheck, schema_unchanged
+from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, quarantine_traceable, schema_unchanged
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
-from lakehouse_assets.lib.declare.quarantine_checks import quarantine_rate, quarantine_traceable
 from lakehouse_assets.lib.declare.sinks import (
     AppendSink,
     DeltaPathSink,

@@ -22,6 +22,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log
 from lakehouse_assets.lib.engine.catalog import register_table
 from lakehouse_assets.lib.engine.check_context import CheckContext
+from lakehouse_assets.lib.engine.check_rules import evaluate
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
@@ -77,7 +78,7 @@ def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
     """The check's outcome, with how long it took (``duration_s``); an error is a failed check."""
     started = time.monotonic()
     try:
-        outcome = check.evaluate(ctx)
+        outcome = evaluate(check, ctx)
     except Exception as error:
         if engine_lost(error, current().spark_remote):
             raise  # not the check's failure: the run's

@@ -1,0 +1,243 @@
+"""How the engine evaluates each check rule a table declares (``declare/checks.py``).
+
+A rule's evaluation is a function of the rule and a :class:`CheckContext`; most read only the
+rows changed since the last checked version, and run no Spark job when the table did not move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from functools import reduce
+from typing import Any, TypeVar
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from lakehouse_assets.lib.declare import checks as rules
+from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
+from lakehouse_assets.lib.declare.parsing import BLANK
+from lakehouse_assets.lib.engine.check_context import CheckContext
+
+SAMPLE = 5
+Rule = TypeVar("Rule")
+_EVALUATORS: dict[type, Callable[[Any, CheckContext], CheckOutcome]] = {}
+
+
+def _evaluates(kind: type[Rule]) -> Callable[[Callable[[Rule, CheckContext], CheckOutcome]], Any]:
+    def register(fn: Callable[[Rule, CheckContext], CheckOutcome]) -> Callable[[Rule, CheckContext], CheckOutcome]:
+        _EVALUATORS[kind] = fn
+        return fn
+
+    return register
+
+
+def evaluate(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
+    """The outcome of ``check`` on the context's table."""
+    return _EVALUATORS[type(check.rule)](check.rule, ctx)
+
+
+def _plain(value: Any) -> Any:
+    """A metadata value as recorded by Dagster (``IntMetadataValue(3)``) or as written here (3)."""
+    return getattr(value, "value", value)
+
+
+def _sample(df: DataFrame, columns: list[str]) -> str:
+    as_text = df.select(*[F.col(c).cast("string") for c in columns]).limit(SAMPLE).collect()
+    return ", ".join(str(tuple(r)) if len(r) > 1 else str(r[0]) for r in as_text)
+
+
+def _changed_keys(ctx: CheckContext, keys: list[str]) -> DataFrame:
+    """The table's rows whose keys changed since the last check (every row on a first check)."""
+    table, changed = ctx.read(), ctx.changes()
+    return table if changed is None else table.join(changed.select(*keys).distinct(), keys, "left_semi")
+
+
+@_evaluates(rules.UniqueKeys)
+def _unique(rule: rules.UniqueKeys, ctx: CheckContext) -> CheckOutcome:
+    cols = list(rule.keys)
+    if ctx.unchanged():
+        return CheckOutcome(True, {"duplicate_keys": 0, "examples": "none"})
+    duplicates = _changed_keys(ctx, cols).groupBy(*cols).count().where("count > 1")
+    n = duplicates.count()
+    return CheckOutcome(n == 0, {"duplicate_keys": n, "examples": _sample(duplicates, cols) if n else "none"})
+
+
+def null_counts(ctx: CheckContext, columns: list[str], table: str | None = None) -> dict[str, int]:
+    """The nulls in each of ``columns`` among the rows of ``table`` (default: the checked table)
+    that changed since the last checked version; only the columns that have any."""
+    if ctx.unchanged(table):
+        return {}
+    rows = ctx.changes(table)
+    rows = ctx.read(table) if rows is None else rows
+    counts = rows.agg(*[F.count_if(F.col(f"`{c}`").isNull()).alias(c) for c in columns]).collect()[0].asDict()
+    return {c: int(n or 0) for c, n in counts.items() if n}
+
+
+@_evaluates(rules.RequiredColumns)
+def _not_null(rule: rules.RequiredColumns, ctx: CheckContext) -> CheckOutcome:
+    nulls = null_counts(ctx, list(rule.columns))
+    return CheckOutcome(not nulls, {"null_counts": nulls or "none", "columns": ", ".join(rule.columns)})
+
+
+@_evaluates(rules.Scd2History)
+def _scd2_valid(rule: rules.Scd2History, ctx: CheckContext) -> CheckOutcome:
+    cols, valid_from, valid_to = list(rule.keys), rule.valid_from, rule.valid_to
+    counts = {"keys_with_several_current": 0, "current_flag_mismatches": 0, "overlapping_versions": 0}
+    if ctx.unchanged():
+        return CheckOutcome(True, {**counts, "examples": "none"})
+    scoped = _changed_keys(ctx, cols)
+    current = scoped.where(F.col(rule.is_current)).groupBy(*cols).count().where("count > 1")
+    inconsistent = scoped.where(F.col(rule.is_current) != F.col(valid_to).isNull())
+    ordered = Window.partitionBy(*cols).orderBy(valid_from)
+    overlapping = scoped.withColumn("__next_from", F.lead(valid_from).over(ordered)).where(
+        F.col("__next_from").isNotNull() & (F.col(valid_to).isNull() | (F.col(valid_to) > F.col("__next_from")))
+    )
+    counts = {
+        "keys_with_several_current": current.count(),
+        "current_flag_mismatches": inconsistent.count(),
+        "overlapping_versions": overlapping.count(),
+    }
+    failing = current.unionByName(overlapping.select(*cols).withColumn("count", F.lit(0)))
+    examples = _sample(failing, cols) if counts["keys_with_several_current"] or counts["overlapping_versions"] else ""
+    return CheckOutcome(not any(counts.values()), {**counts, "examples": examples or "none"})
+
+
+@_evaluates(rules.ExpectationMet)
+def _expectation_met(rule: rules.ExpectationMet, ctx: CheckContext) -> CheckOutcome:
+    report = ctx.report
+    if report is None or report.expectation_rows == 0:
+        return CheckOutcome(True, {"rows_checked": 0, "action": rule.action})
+    failed = report.expectation_failures.get(rule.expectation, 0)
+    return CheckOutcome(failed == 0, {"failed": failed, "rows_checked": report.expectation_rows, "action": rule.action})
+
+
+@_evaluates(rules.SchemaUnchanged)
+def _schema_unchanged(rule: rules.SchemaUnchanged, ctx: CheckContext) -> CheckOutcome:
+    before = ctx.previous_schema
+    if before is not None and ctx.unchanged():  # the version whose schema was recorded
+        return CheckOutcome(True, {"removed": "none", "retyped": "none", "added": "none"})
+    current = {f.name: f.dataType.simpleString() for f in ctx.read().schema.fields}
+    if before is None:
+        return CheckOutcome(True, {"columns": len(current), "compared_with": "nothing (first run)"})
+    removed = sorted(set(before) - set(current))
+    retyped = sorted(f"{c}: {before[c]} -> {current[c]}" for c in set(before) & set(current) if before[c] != current[c])
+    return CheckOutcome(
+        not removed and not retyped,
+        {
+            "removed": ", ".join(removed) or "none",
+            "retyped": ", ".join(retyped) or "none",
+            "added": ", ".join(sorted(set(current) - set(before))) or "none",
+        },
+    )
+
+
+@_evaluates(rules.ReconcilesWith)
+def _reconciles_with(rule: rules.ReconcilesWith, ctx: CheckContext) -> CheckOutcome:
+    other, this_sql, other_sql, tolerance = rule.other, rule.this_sql, rule.other_sql, rule.tolerance
+    ids = (ctx.table_id(), ctx.table_id(other))
+    # What was compared: the check's definition and both tables' identities and versions.
+    compared = {
+        "compared": hashlib.sha256(repr((other, this_sql, other_sql, tolerance, ids)).encode()).hexdigest()[:16],
+        "delta_version": ctx.version(),
+        f"{other}_delta_version": ctx.version(other),
+    }
+    last = ctx.previous_outcomes.get(f"reconciles_with_{other}")
+    if None not in ids and last and last.passed and all(_plain(last.metadata.get(k)) == v for k, v in compared.items()):
+        # The same tables at the same versions hold the same rows: the full scans would pass again.
+        return CheckOutcome(True, {**last.metadata, "evaluated": "carried over (neither table changed)"})
+    # Both aggregates in one Spark job (one round trip, the two scans side by side).
+    mine_df = ctx.read().agg(*[F.expr(e).alias(f"this_{k}") for k, e in this_sql.items()])
+    theirs_df = ctx.read(other).agg(*[F.expr(e).alias(f"other_{k}") for k, e in other_sql.items()])
+    both = mine_df.crossJoin(theirs_df).collect()[0].asDict()
+    metadata: dict[str, Any] = {"scope": "full table"}
+    passed = True
+    for key in this_sql:
+        a, b = float(both[f"this_{key}"] or 0), float(both[f"other_{key}"] or 0)
+        metadata[key] = a
+        metadata[f"{key}_in_{other}"] = b
+        passed &= math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
+    return CheckOutcome(passed, {**metadata, **compared, "evaluated": "full scan"})
+
+
+def _touched_files(rule: rules.LandedLinesConserved, ctx: CheckContext, tables: list[str]) -> set[str]:
+    """The files the run's micro-batches named (found in their counting pass: no job of the
+    check's own) when nothing else changed the tables since they were last checked; else the
+    files of every row changed since then (the change data feed, one job)."""
+    if all(ctx.unchanged(t) for t in tables):
+        return set()
+    reported = ctx.report.landed_files if ctx.report is not None and rule.source_file == "_source_file" else None
+    if reported is not None and all(ctx.written_by_runs_only(t) for t in tables):
+        return set(reported)
+    sources = []  # the source file of every row changed in the table or its quarantine
+    for name in (t for t in tables if not ctx.unchanged(t)):
+        changed = ctx.changes(name, kinds=("insert", "update_preimage", "update_postimage", "delete"))
+        sources.append((ctx.read(name) if changed is None else changed).select(rule.source_file))
+    rows = reduce(DataFrame.unionByName, sources).distinct().collect()
+    return {r[0] for r in rows if not r[0].startswith("kafka://")}  # files only, not messages
+
+
+@_evaluates(rules.LandedLinesConserved)
+def _landed_lines_conserved(rule: rules.LandedLinesConserved, ctx: CheckContext) -> CheckOutcome:
+    tables = [ctx.table] + ([rule.quarantine] if rule.quarantine else [])
+    files = sorted(_touched_files(rule, ctx, tables))
+    if not files:
+        return CheckOutcome(True, {"files_checked": 0})
+    # One Spark job: every non-blank landed line and every stored row tagged with its file,
+    # counted per file in one aggregation; only the files whose counts differ come back.
+    lines = (
+        ctx.spark.read.text(files)
+        .where(~F.col("value").rlike(BLANK))
+        .select(F.col("_metadata.file_path").alias("file"), F.lit(1).alias("landed"), F.lit(0).alias("stored"))
+    )
+    stored = [
+        ctx.read(name)
+        .where(F.col(rule.source_file).isin(files))
+        .select(F.col(rule.source_file).alias("file"), F.lit(0).alias("landed"), F.lit(1).alias("stored"))
+        for name in tables
+    ]
+    mismatched = (
+        reduce(DataFrame.unionByName, [lines, *stored])
+        .groupBy("file")
+        .agg(F.sum("landed").alias("count"), F.sum("stored").alias("stored"))
+        .where("count <> stored")
+        .collect()
+    )
+    examples = ", ".join(str((r["file"], r["count"], r["stored"])) for r in mismatched[:SAMPLE])
+    return CheckOutcome(
+        not mismatched,
+        {"files_checked": len(files), "files_mismatched": len(mismatched), "examples": examples or "none"},
+    )
+
+
+@_evaluates(rules.QuarantineShare)
+def _quarantine_rate(rule: rules.QuarantineShare, ctx: CheckContext) -> CheckOutcome:
+    report = ctx.report
+    if report is None or report.expectation_rows == 0:
+        return CheckOutcome(True, {"rows_checked": 0, "threshold": rule.max_share})
+    share = report.rows_quarantined / report.expectation_rows
+    return CheckOutcome(
+        share <= rule.max_share,
+        {
+            "quarantine_share": round(share, 4),
+            "threshold": rule.max_share,
+            "rows_quarantined": report.rows_quarantined,
+            "rows_checked": report.expectation_rows,
+        },
+    )
+
+
+@_evaluates(rules.QuarantineTraceable)
+def _quarantine_traceable(rule: rules.QuarantineTraceable, ctx: CheckContext) -> CheckOutcome:
+    if not rule.columns:
+        return CheckOutcome(True, {"columns": "none declared"})
+    missing = null_counts(ctx, list(rule.columns), rule.quarantine)
+    return CheckOutcome(
+        not missing,
+        {
+            "rows_missing_a_column": sum(missing.values()),
+            "null_counts": missing or "none",
+            "columns": ", ".join(rule.columns),
+        },
+    )
