@@ -48,13 +48,14 @@ class Config:
     history_rows: int = 10
     scaling_reps: int = 3
     drops: int = 10
+    bursts: int = 8
     state_runs: int = 3
 
 
 FULL = Config("full")
 QUICK = Config(
     "quick", reps=2, overhead_reps=1, base_files=3, small_rows=100, big_files=4, big_rows=5_000, throughput_reps=1,
-    levels=[10, 100], history_rows=10, scaling_reps=1, drops=2, state_runs=3,
+    levels=[10, 100], history_rows=10, scaling_reps=1, drops=2, bursts=2, state_runs=3,
 )  # fmt: skip
 
 

@@ -247,6 +247,17 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
                     "",
                 ]
                 lines += latency_parts(kafka)
+            burst = lat.get("burst") or {}
+            if burst.get("rounds_s"):
+                lines += [
+                    "Bursts on the same server (`scripts/burst.py`, as `make latency BURST=1`): each round lands one "
+                    "file in each of the four sources at once and lasts until every bronze table has committed and no "
+                    "run has been queued or going for 10 s; its figure is the last commit of any table minus the "
+                    f"landing: {', '.join(f'{v:.1f}' for v in burst['rounds_s'])} s → p50 {_s(burst['p50_s'])}, "
+                    f"p95 {_s(burst['p95_s'])}; {burst['runs']} runs, {burst['failed']} failed, {burst['retried']} "
+                    "retried (Dagster's run retries).",
+                    "",
+                ]
         else:
             lines += [f"The latency script did not finish: ```{lat.get('tail', '')}```", ""]
     st = r.get("state", {})

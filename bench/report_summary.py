@@ -58,7 +58,7 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
             "framework query vs plain Spark batch vs DuckDB JSON→Parquet",
             f"{_rate(tp['framework_rows_per_s'])} vs {_rate(tp['plain_rows_per_s'])} vs {_rate(tp['duckdb_rows_per_s'])}: "
             f"**{vs_plain:.2f}×** plain Spark, {vs_duck:.2f}× DuckDB",
-            "≥ 0.9× plain Spark", vs_plain >= 0.9,
+            "≥ 1.0× plain Spark", vs_plain >= 1.0,
         ))  # fmt: skip
     sc = r.get("scaling", {})
     if sc.get("levels") and len(sc["levels"]) < 2:
@@ -86,6 +86,14 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
         ))  # fmt: skip
     elif lat:
         rows.append(("5. Landing → gold latency", "did not complete (see below)", "p50 ≤ 5 s, p95 ≤ 8 s", None))
+    burst = lat.get("burst") or {}
+    if burst.get("rounds_s"):
+        rows.append((
+            f"5b. A burst, a file in each of the four sources at once under `dagster dev` (`make dev`), "
+            f"{len(burst['rounds_s'])} rounds: until every table took it in",
+            f"p50 **{_s(burst['p50_s'])}**, p95 {_s(burst['p95_s'])}; {burst['runs']} runs, {burst['failed']} failed, "
+            f"{burst['retried']} retried", "p50 ≤ 20 s", burst["p50_s"] <= 20,
+        ))  # fmt: skip
     rows += engine_rows(r.get("engine", {}))
     if not inc.get("dagster_peak_rss") and r.get("state", {}).get("peak_rss"):
         rows.append((
@@ -129,7 +137,7 @@ def engine_rows(en: dict) -> list[tuple[str, str, str, bool | None]]:
             "7a. The same, against the plain script as a client of the same engine (its handlers in the engine's "
             "Python workers too)",
             f"{_s(en['client_median_s'])} vs {_s(en['plain_client_median_s'])} = "
-            f"**{en['ratio_vs_plain_client']:.2f}×**", "—", None,
+            f"**{en['ratio_vs_plain_client']:.2f}×**", "≤ 1.0×", en["ratio_vs_plain_client"] <= 1.0,
         )] if "plain_client_median_s" in en else []),
         ("7b. A run with no new data, client of the warm engine", f"**{_s(en['no_data_median_s'])}**", "≤ 2 s",
          en["no_data_median_s"] <= 2),
@@ -180,7 +188,7 @@ def explanations(r: dict) -> list[str]:
             "share from every step — this section measures a fresh process on purpose, as CI would run it."
         )  # fmt: skip
     tp = r.get("throughput", {})
-    if "plain_rows_per_s" in tp and tp["framework_rows_per_s"] < 0.9 * tp["plain_rows_per_s"]:
+    if "plain_rows_per_s" in tp and tp["framework_rows_per_s"] < tp["plain_rows_per_s"]:
         out.append(
             f"**3 missed ({tp['framework_rows_per_s'] / tp['plain_rows_per_s']:.2f}× plain Spark).** Both parse the "
             "same lines with the same expressions and write the same two Delta tables; the streaming query adds the "
@@ -217,15 +225,26 @@ def explanations(r: dict) -> list[str]:
             "and a run launcher that reuses a warm Python process (Dagster starts one per run)."
             + (f" Largest parts in this run: {dominant_parts(lat['parts_median_s'])}." if lat.get("parts_median_s") else "")
         )  # fmt: skip
-    en = r.get("engine", {})
-    if "client_median_s" in en and (en["ratio_vs_plain"] > 0.5 or en["no_data_median_s"] > 2):
+    burst = lat.get("burst") or {}
+    if burst.get("rounds_s") and burst["p50_s"] > 20:
         out.append(
-            f"**7 missed (client {en['client_median_s']:.1f} s = {en['ratio_vs_plain']:.2f}× the plain script; "
-            f"no-data run {en['no_data_median_s']:.1f} s).** A client run starts no JVM, but it is still a new "
+            f"**5b missed (p50 {burst['p50_s']:.1f} s).** A round's four runs start together on the engine's cores; "
+            "a table two of them share (`gold_ad_attribution` streams from both ad sources) waits for its pool, and "
+            "every run is a new Python process importing Dagster and the code location on the same cores as the "
+            "engine. What would close it: a warm run process (no import per run) and more engine cores, which would "
+            "also let one run's independent tables go at once."
+        )  # fmt: skip
+    en = r.get("engine", {})
+    vs_client = en.get("ratio_vs_plain_client", 0.0)
+    if "client_median_s" in en and (en["ratio_vs_plain"] > 0.5 or vs_client > 1.0 or en["no_data_median_s"] > 2):
+        out.append(
+            f"**7 missed (client {en['client_median_s']:.1f} s = {en['ratio_vs_plain']:.2f}× the plain script, "
+            f"{vs_client:.2f}× the plain script as a client; no-data run {en['no_data_median_s']:.1f} s).** A client run starts no JVM, but it is still a new "
             "Python process that imports Dagster and PySpark and loads the code location (~3 s, also all of the "
             "no-data run but its Dagster bookkeeping), and each table then costs: a Python worker the engine starts for "
             "the query's `foreachBatch` handler (~1.5 s, Spark Connect starts one per query), the handler's Spark "
-            "actions each a gRPC round trip from that worker to the engine, and the table's checks (run side by side). "
+            "actions each a gRPC round trip from that worker to the engine, and the table's blocking checks (run side by "
+            "side, so each table waits for its slowest: 1.5–2 s, a job over the landed files or the changed keys). "
             "The plain script pays the same worker and round trips when it is a client too (row 7a, second line). "
             "What would close it: a run launcher that keeps a warm Python process for sensor and UI runs, and fewer "
             "actions per micro-batch (the sample and the counts could come from one pass)."

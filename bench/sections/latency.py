@@ -1,5 +1,6 @@
 """Section 5: landing-to-gold and Kafka-to-gold latency under ``dagster dev``
-(``scripts/measure_latency.py``), on one server with a Kafka broker configured."""
+(``scripts/measure_latency.py``), then bursts (a file in every source at once, ``scripts/burst.py``),
+on one server with a Kafka broker configured."""
 
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ def bench_latency(cfg: Config, server: LatencyServer, paths) -> dict:
         drops = script.measure(server.dev, paths, cfg.drops, 200, LATENCY_TIMEOUT, parts)
         log(f"5. latency: {cfg.drops} Kafka messages, the Kafka sensor launching every run")
         messages = script.measure(server.dev, paths, cfg.drops, 200, LATENCY_TIMEOUT, kafka_parts, server.broker.bootstrap)
+        log(f"5. latency: {cfg.bursts} bursts, a file in each of the four sources at once")
+        bursts = [script.burst_round(server.dev, paths, 7000 + i, 200, LATENCY_TIMEOUT) for i in range(cfg.bursts)]
     finally:
         server.stop()
     return {
@@ -97,4 +100,9 @@ def bench_latency(cfg: Config, server: LatencyServer, paths) -> dict:
             "drops_s": messages, "p50_s": script.percentile(messages, 0.5), "p95_s": script.percentile(messages, 0.95),
             "parts_median_s": script.median_parts(kafka_parts), "parts_drops": sum(1 for p in kafka_parts if p),
         },
+        "burst": {
+            "rounds_s": [b.seconds for b in bursts], "p50_s": script.percentile([b.seconds for b in bursts], 0.5),
+            "p95_s": script.percentile([b.seconds for b in bursts], 0.95), "runs": sum(b.runs for b in bursts),
+            "failed": sum(b.failed for b in bursts), "retried": sum(b.retried for b in bursts),
+        } if bursts else {},
     }  # fmt: skip

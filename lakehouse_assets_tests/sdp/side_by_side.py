@@ -55,12 +55,22 @@ def sdp_table_path(work: Path, dataset: str) -> Path:
     return work / "sdp_warehouse" / f"{SDP_DATABASE}.db" / dataset
 
 
-def run_spark_pipelines(project: Path, remote: str) -> tuple[float, str]:
-    """``spark-pipelines run`` against the engine at ``remote``: (seconds, its output)."""
+def _client_env() -> dict[str, str]:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_REMOTE", None)
+    return env
+
+
+def create_sdp_database(remote: str) -> None:
+    """The database SDP's datasets go to, on the engine at ``remote`` (SDP does not create it)."""
     create = f"from pyspark.sql import SparkSession as S; S.builder.remote({remote!r}).create().sql('CREATE SCHEMA IF NOT EXISTS {SDP_DATABASE}')"
-    subprocess.run([sys.executable, "-c", create], env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run([sys.executable, "-c", create], env=_client_env(), check=True, capture_output=True, timeout=300)
+
+
+def run_spark_pipelines(project: Path, remote: str) -> tuple[float, str]:
+    """``spark-pipelines run`` against the engine at ``remote``: (seconds, its output)."""
+    env = _client_env()
+    create_sdp_database(remote)
     command = [str(SPARK_PIPELINES), "run", "--spec", str(project / "spark-pipeline.yml"), "--remote", remote]
     started = time.monotonic()
     done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
