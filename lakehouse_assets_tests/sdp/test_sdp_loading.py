@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 from dagster.components.testing.utils import component_defs
 
-from lakehouse_assets.lib.declare.sinks import AppendSink, DeltaPathSink, OverwriteSink, RecomputeSink
+from lakehouse_assets.lib.declare.sinks import AppendSink, DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.component import SparkPipelineComponent
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
@@ -115,10 +115,14 @@ def test_a_delta_sink_is_an_asset_fed_by_its_flows(tmp_path: Path) -> None:
     tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"a.py": HEADER + raw + sink}))}
     assert isinstance(tables["export"].sink, DeltaPathSink) and tables["export"].sink.path == "/tmp/export"
     assert tables["export"].upstream_tables == ["raw"] and not tables["export"].writes_delta
-    kafka = sink.replace("'delta', {'path': '/tmp/export'}", "'kafka', {'topic': 't'}")
+    kafka = sink.replace("'delta', {'path': '/tmp/export'}", "'kafka', {'topic': 't', 'kafka.linger.ms': '5'}")
     (tmp_path / "k").mkdir()
-    with pytest.raises(LakehouseError, match=r"a\.py:\d+: sink export: a sink here is a Delta table at a path"):
-        pipeline_tables(project(tmp_path / "k", {"a.py": HEADER + raw + kafka}))
+    (to_kafka,) = [t for t in pipeline_tables(project(tmp_path / "k", {"a.py": HEADER + raw + kafka})) if t.name == "export"]
+    assert to_kafka.sink == KafkaSink("t", None, None, {"kafka.linger.ms": "5"}) and not to_kafka.writes_delta
+    parquet = sink.replace("'delta', {'path': '/tmp/export'}", "'parquet', {'path': '/tmp/export'}")
+    (tmp_path / "p").mkdir()
+    with pytest.raises(LakehouseError, match=r"a\.py:\d+: sink export: a sink here is a Delta table at a path, .* or a Kafka topic"):
+        pipeline_tables(project(tmp_path / "p", {"a.py": HEADER + raw + parquet}))
 
 
 def test_a_column_of_any_session_names_its_column() -> None:

@@ -79,10 +79,12 @@ class SnapshotCdcSink(OverwriteSink):
 
 @dataclass(frozen=True)
 class KafkaSink(TableSink):
-    """Publish every row of every micro-batch to a Kafka topic as JSON (no Delta table)."""
+    """Publish every row of every micro-batch to a Kafka topic (no Delta table): as JSON keyed by
+    ``key``; with ``key`` None, each row is a Kafka record already (``value``, and optionally
+    ``key``, ``partition``, ``headers``), sent as it is (SDP's and Lakeflow's Kafka sinks)."""
 
     topic: str
-    key: list[str]
+    key: list[str] | None
     bootstrap_servers: str | None = None
     options: dict[str, str] = field(default_factory=dict)
 

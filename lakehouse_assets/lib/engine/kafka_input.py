@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from lakehouse_assets.lib.brokers.kafka_offsets import (
     KafkaProblem,
@@ -53,6 +54,19 @@ def with_sink_brokers(table: TableSpec) -> TableSpec:
     except KafkaProblem as problem:
         raise LakehouseError(f"{table.name}: {problem}") from None
     return replace(table, sink=replace(sink, bootstrap_servers=servers))
+
+
+def check_kafka_records(table: TableSpec, schema: StructType) -> None:
+    """A sink that sends rows as they are needs Kafka records: a ``value`` column at least.
+
+    :raises LakehouseError: the rows have no ``value``.
+    """
+    sink = table.sink
+    if isinstance(sink, KafkaSink) and sink.key is None and "value" not in schema.fieldNames():
+        raise LakehouseError(
+            f"{table.name}: a Kafka sink sends each row as a Kafka record: return a `value` column (string or "
+            f"binary) and, if wanted, `key`; the rows have {', '.join(schema.fieldNames())}"
+        )
 
 
 def read_kafka(spark: SparkSession, source: KafkaInput, table: TableSpec) -> DataFrame:

@@ -24,7 +24,13 @@ from lakehouse_assets.lib.engine.checkpoint import (
 )
 from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.idle import idle_input
-from lakehouse_assets.lib.engine.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers, with_sink_brokers
+from lakehouse_assets.lib.engine.kafka_input import (
+    FlowSkipped,
+    check_kafka_inputs,
+    check_kafka_records,
+    kafka_servers,
+    with_sink_brokers,
+)
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, landing_folder, not_ingested
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.ledger import BatchLedger
@@ -145,6 +151,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     inputs = read_inputs(spark, paths, flow, log)
     ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
     prepared = strategy(spark, paths, flow, inputs, ledger, app_id(paths, flow))
+    check_kafka_records(flow, prepared.output_schema)
     if prepared.quarantine_schema is not None and flow.quarantine:
         report.schema_changes += ensure_table(
             spark, paths, flow.quarantine.table, prepared.quarantine_schema, flow, main=False

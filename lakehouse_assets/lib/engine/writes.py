@@ -85,11 +85,18 @@ def merge_batch(sink: MergeSink, batch: DataFrame, write: BatchWrite) -> int:
     return metrics.get("num_inserted_rows", 0) + metrics.get("num_updated_rows", 0)
 
 
+KAFKA_RECORD = ("key", "value", "partition", "headers")
+
+
 def publish_batch(sink: KafkaSink, batch: DataFrame) -> None:
-    """Send the rows to the sink's topic (key and value as JSON objects); at least once."""
-    messages = batch.select(
-        F.to_json(F.struct(*sink.key)).alias("key"), F.to_json(F.struct(*batch.columns)).alias("value")
-    )
+    """Send the rows to the sink's topic (key and value as JSON objects, or the rows' own record
+    columns for a sink without key columns); at least once."""
+    if sink.key is None:
+        messages = batch.select(*[c for c in KAFKA_RECORD if c in batch.columns])
+    else:
+        messages = batch.select(
+            F.to_json(F.struct(*sink.key)).alias("key"), F.to_json(F.struct(*batch.columns)).alias("value")
+        )
     (
         messages.write.format("kafka")
         .option("kafka.bootstrap.servers", sink.bootstrap_servers)

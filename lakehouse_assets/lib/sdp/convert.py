@@ -36,7 +36,7 @@ from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
 from lakehouse_assets.lib.sdp.declared_schema import DeclaredSchema
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
-from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, delta_sink, is_once
+from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, declared_sink, is_once
 from lakehouse_assets.lib.sdp.graph import CdcFlow, where
 from lakehouse_assets.lib.sdp.lakeflow import LAKEFLOW_TABLE
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
@@ -276,7 +276,7 @@ class Converter:
                 place = where(output.source_code_location)
                 raise DeclarationError(f"{place}: {output.name} is partitioned or clustered, not both")
             if isinstance(output, Sink):
-                tables.append(self.streaming_table(output, delta_sink(output, self.graph.flows_into(output.name))))
+                tables.append(self.streaming_table(output, declared_sink(output, self.graph.flows_into(output.name))))
             if isinstance(output, MaterializedView):
                 tables.append(self.materialized_view(output))
             elif isinstance(output, SdpStreamingTable):

@@ -1,5 +1,5 @@
 """What a flow reads once temporary views are followed, what a streaming table's flows must read,
-and a Delta sink's settings."""
+and a sink's settings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.output import Sink
 
 from lakehouse_assets.lib.declare.inputs import Input, LandingInput, catalog_table, static, stream
-from lakehouse_assets.lib.declare.sinks import DeltaPathSink
+from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import ONCE_ATTRIBUTE, expectations_of
 from lakehouse_assets.lib.sdp.auto_loader import auto_loader_input, input_key, is_auto_loader
@@ -71,15 +71,23 @@ def check_streams(table: str, flows: list[Flow], found: list[FlowInputs]) -> Non
         )
 
 
-def delta_sink(sink: Sink, flows: list[Flow]) -> DeltaPathSink:
-    """``dp.create_sink(name, "delta", {"path": ...})`` as the sink its flows append to."""
+def declared_sink(sink: Sink, flows: list[Flow]) -> DeltaPathSink | KafkaSink:
+    """``dp.create_sink(name, "delta", {"path": ...})`` or ``dp.create_sink(name, "kafka",
+    {"kafka.bootstrap.servers": ..., "topic": ...})`` as the sink its flows append to. A Kafka
+    sink sends each row as a Kafka record (the flow returns ``value``, and may return ``key``);
+    its brokers default to ``LAKEHOUSE_KAFKA_BOOTSTRAP``."""
     place = where(sink.source_code_location)
-    path = dict(sink.options or {}).get("path")
-    if sink.format != "delta" or not path:
-        raise DeclarationError(
-            f"{place}: sink {sink.name}: a sink here is a Delta table at a path: "
-            f"dp.create_sink({sink.name!r}, 'delta', {{'path': ...}}) (got {sink.format!r}, {dict(sink.options or {})})"
-        )
+    options = dict(sink.options or {})
     if any(expectations_of(f.func) for f in flows):
         raise DeclarationError(f"{place}: sink {sink.name} takes rows as they come; expect on the table it reads")
-    return DeltaPathSink(path)
+    if sink.format == "kafka" and options.get("topic"):
+        topic, servers = options.pop("topic"), options.pop("kafka.bootstrap.servers", None)
+        return KafkaSink(topic, None, servers, options)
+    if sink.format == "delta" and options.get("path"):
+        return DeltaPathSink(options["path"])
+    raise DeclarationError(
+        f"{place}: sink {sink.name}: a sink here is a Delta table at a path, "
+        f"dp.create_sink({sink.name!r}, 'delta', {{'path': ...}}), or a Kafka topic, "
+        f"dp.create_sink({sink.name!r}, 'kafka', {{'topic': ..., 'kafka.bootstrap.servers': ...}}) "
+        f"(got {sink.format!r}, {dict(sink.options or {})})"
+    )

@@ -2,9 +2,10 @@
 
 The engine reads each dataset the function reads (a stream from its checkpoint, a snapshot, or a
 micro-batch's rows) and calls the transform with them by dataset name. The transform runs the
-pipeline's files again in this process (once; module-level code sees this run's session), makes
-``spark.read.table(name)`` and ``spark.readStream.table(name)`` return those frames, computes
-the temporary views the function reads, and calls the function unchanged. It pickles as its
+pipeline's files again in this process (once, and again after a file changed; module-level
+code sees this run's session), makes ``spark.read.table(name)`` and
+``spark.readStream.table(name)`` return those frames, computes the temporary views the function
+reads, and calls the function unchanged. It pickles as its
 names only, so a Spark Connect server's ``foreachBatch`` worker does the same on its side.
 """
 
@@ -18,18 +19,23 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.sdp.loading import LoadedPipeline, load_graph, read_spec
+from lakehouse_assets.lib.sdp.loading import LoadedPipeline, library_files, load_graph, read_spec
 from lakehouse_assets.lib.sdp.spark_proxy import running_on
 
-_LOADED: dict[str, LoadedPipeline] = {}
+# Each pipeline's files as this process last ran them, with what they were then (name, size,
+# modification time): a file edited since is loaded again, as a new code location would.
+_LOADED: dict[str, tuple[tuple, LoadedPipeline]] = {}
 
 
 def _runtime_pipeline(spec_path: str, session: Any) -> LoadedPipeline:
-    if spec_path not in _LOADED:
-        spec, configuration = read_spec(Path(spec_path))
+    spec, configuration = read_spec(Path(spec_path))
+    files = [Path(spec_path), *library_files(Path(spec_path), spec)]
+    state = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    loaded = _LOADED.get(spec_path)
+    if loaded is None or loaded[0] != state:
         with running_on(session, configuration):
-            _LOADED[spec_path] = load_graph(Path(spec_path), spec, configuration)
-    return _LOADED[spec_path]
+            loaded = _LOADED[spec_path] = (state, load_graph(Path(spec_path), spec, configuration))
+    return loaded[1]
 
 
 def flow_function(pipeline: LoadedPipeline, target: str, flow: str) -> Callable[[], DataFrame]:
