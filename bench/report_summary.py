@@ -152,8 +152,12 @@ def engine_rows(en: dict) -> list[tuple[str, str, str, bool | None]]:
     ]  # fmt: skip
 
 
+WHY = "../docs/performance.md#why-targets-are-missed"
+
+
 def explanations(r: dict) -> list[str]:
-    """One paragraph per missed target: why, from the figures, and what would close it."""
+    """One line per missed target: its figures and what this run says of it; why it is missed and
+    what would close it is prose kept in docs/performance.md, linked from each line."""
     out = []
     inc = r.get("incremental", {})
     ov = inc.get("overhead", {}).get("one_small_file")
@@ -172,33 +176,14 @@ def explanations(r: dict) -> list[str]:
         ranked = sorted(parts.items(), key=lambda kv: -kv[1])
         gap = inc["dagster_median_s"] - inc["plain_median_s"]
         out.append(
-            f"**1 missed ({inc['ratio']:.2f}×).** The framework's run costs {gap:.1f} s more than the plain script. "
-            "From section 2 (one small file), the extra time is "
+            f"**1 missed ({inc['ratio']:.2f}×)**: {gap:.1f} s more than the plain script; from section 2, "
             + ", ".join(f"{name} {sec:.1f} s" for name, sec in ranked if sec > 0.05)
-            + ". The plain script runs no checks and records nothing; both start a JVM (the framework's maps its "
-            "classes from the archive `make setup` builds, the plain script loads them from the jars), and every "
-            "first Spark job of a kind in a cold JVM pays class loading and code generation (a first Delta "
-            "`history()` 6 s, a first `count()` 9 s, against 0.8 s and 0.3 s warm), and the framework runs more "
-            "kinds of job. Already done: the Delta version is read from the log listing (no job) and a table whose "
-            "version did not move carries its metadata over, row counts come from the commits' row metrics, schema "
-            "and preview from the rows the run wrote (no table is read back), "
-            "and check samples are taken only when a check fails. What would close the rest: fold each table's checks "
-            "into one Spark job over its changes and run the full-scan ones (`reconciles_with`) on a schedule; and "
-            "the warm Spark server (`make dev` uses it for every run) for CLI runs too, which removes the cold-start "
-            "share from every step — this section measures a fresh process on purpose, as CI would run it."
+            + f". [Why]({WHY}-1-incremental-run)."
         )  # fmt: skip
     tp = r.get("throughput", {})
     if "plain_rows_per_s" in tp and tp["framework_rows_per_s"] < tp["plain_rows_per_s"]:
-        out.append(
-            f"**3 missed ({tp['framework_rows_per_s'] / tp['plain_rows_per_s']:.2f}× plain Spark).** Both parse the "
-            "same lines with the same expressions and write the same two Delta tables; the streaming query adds the "
-            "file source's planning (listing, the seen-files log), the cached micro-batch (the table and its "
-            "quarantine are two writes of one parse) with one counting pass that gives every figure of the run's "
-            "metadata, and the streaming engine's own bookkeeping. What would close it: counting during the writes "
-            "instead of in a pass of their own (`DataFrame.observe`; Delta's writer runs its own query execution, "
-            "so observed metrics come back empty today), and very large backfills split into several micro-batches "
-            "(`maxFilesPerTrigger`) so the cached batch fits in memory."
-        )  # fmt: skip
+        ratio = tp["framework_rows_per_s"] / tp["plain_rows_per_s"]
+        out.append(f"**3 missed ({ratio:.2f}× plain Spark).** [Why]({WHY}-3-throughput).")
     sc = r.get("scaling", {})
     if sc.get("levels") and sc["levels"][-1]["vs_first"] > 1.5:
         first, last = sc["levels"][0], sc["levels"][-1]
@@ -208,46 +193,23 @@ def explanations(r: dict) -> list[str]:
         }
         top = max(growth, key=growth.get)
         out.append(
-            f"**4 missed ({last['vs_first']:.2f}×).** Most of the growth is in `{top}` (+{growth[top]:.1f} s "
-            f"between {first['files_before']:,} and {last['files_before']:,} files). See the discussion in "
-            "docs/performance.md for the levers (archiving landed files with `cleanSource`, dated folders, "
-            "compaction) and why none is on by default."
+            f"**4 missed ({last['vs_first']:.2f}×)**: most of the growth is in `{top}` (+{growth[top]:.1f} s between "
+            f"{first['files_before']:,} and {last['files_before']:,} files). [Why]({WHY}-4-history)."
         )  # fmt: skip
     lat = r.get("latency", {})
     if lat.get("p50_s") is not None and (lat["p50_s"] > 5 or lat["p95_s"] > 8):
-        out.append(
-            f"**5 missed (p50 {lat['p50_s']:.1f} s, p95 {lat['p95_s']:.1f} s).** The runs start no JVM (they are clients "
-            "of the Spark Connect engine that `make dev` starts), so a drop waits for: the sensor daemon's next pass (it loops every 5 s), "
-            "the 1 s settle time and the queue; a new run process (Python, Dagster and the code location: a few seconds on 2 cores); "
-            "then bronze, silver and the revenue table in sequence, each a query whose `foreachBatch` handler runs in a "
-            "Python worker the engine starts for that query (~1.5 s), plus its checks (side by side since this issue). What would close it: a sensor that reacts to file "
-            "events instead of polling; checks of the path to gold run after it (non-blocking) so gold commits first; "
-            "and a run launcher that reuses a warm Python process (Dagster starts one per run)."
-            + (f" Largest parts in this run: {dominant_parts(lat['parts_median_s'])}." if lat.get("parts_median_s") else "")
-        )  # fmt: skip
+        largest = f"; largest parts: {dominant_parts(lat['parts_median_s'])}" if lat.get("parts_median_s") else ""
+        out.append(f"**5 missed (p50 {lat['p50_s']:.1f} s, p95 {lat['p95_s']:.1f} s)**{largest}. [Why]({WHY}-5-latency).")
     burst = lat.get("burst") or {}
     if burst.get("rounds_s") and burst["p50_s"] > 20:
-        out.append(
-            f"**5b missed (p50 {burst['p50_s']:.1f} s).** A round's four runs start together on the engine's cores; "
-            "a table two of them share (`gold_ad_attribution` streams from both ad sources) waits for its pool, and "
-            "every run is a new Python process importing Dagster and the code location on the same cores as the "
-            "engine. What would close it: a warm run process (no import per run) and more engine cores, which would "
-            "also let one run's independent tables go at once."
-        )  # fmt: skip
+        out.append(f"**5b missed (p50 {burst['p50_s']:.1f} s).** [Why]({WHY}-5b-bursts).")
     en = r.get("engine", {})
     vs_client = en.get("ratio_vs_plain_client", 0.0)
     if "client_median_s" in en and (en["ratio_vs_plain"] > 0.5 or vs_client > 1.0 or en["no_data_median_s"] > 2):
         out.append(
             f"**7 missed (client {en['client_median_s']:.1f} s = {en['ratio_vs_plain']:.2f}× the plain script, "
-            f"{vs_client:.2f}× the plain script as a client; no-data run {en['no_data_median_s']:.1f} s).** A client run starts no JVM, but it is still a new "
-            "Python process that imports Dagster and PySpark and loads the code location (~3 s, also all of the "
-            "no-data run but its Dagster bookkeeping), and each table then costs: a Python worker the engine starts for "
-            "the query's `foreachBatch` handler (~1.5 s, Spark Connect starts one per query), the handler's Spark "
-            "actions each a gRPC round trip from that worker to the engine, and the table's blocking checks (run side by "
-            "side, so each table waits for its slowest: 1.5–2 s, a job over the landed files or the changed keys). "
-            "The plain script pays the same worker and round trips when it is a client too (row 7a, second line). "
-            "What would close it: a run launcher that keeps a warm Python process for sensor and UI runs, and fewer "
-            "actions per micro-batch (the sample and the counts could come from one pass)."
+            f"{vs_client:.2f}× the plain script as a client; no-data run {en['no_data_median_s']:.1f} s).** "
+            f"[Why]({WHY}-7-client-runs)."
         )  # fmt: skip
     return out
 

@@ -221,10 +221,9 @@ def history_table(hist: list[dict]) -> list[str]:
           + ", ".join(f"{x['theirs']:.1f}" for x in p["runs"]) + "; " + ", ".join(f"{x['ours']:.1f}" for x in p["runs"]) + " |"
           for p in hist],  # fmt: skip
         "",
-        f"After {hist[-1]['history_rounds']} rounds `customer_revenue` is computed over "
-        f"{hist[-1]['history_rounds'] * 18} orders at most (9 per shop per round): recomputing it whole is still "
-        "a small job, so both sides are mostly their fixed costs (processes, sessions, one query per dataset) and "
-        "the curves stay close. The gap this curve is for grows with the rows a recompute has to read.",
+        f"After {hist[-1]['history_rounds']} rounds `customer_revenue` covers {hist[-1]['history_rounds'] * 18} orders "
+        "at most (9 per shop per round). What the curve says: [docs/spark-declarative-pipelines.md]"
+        "(../docs/spark-declarative-pipelines.md#side-by-side-with-spark-pipelines-run).",
         "",
     ]
 
@@ -256,14 +255,8 @@ def report(r: dict) -> str:
         *targets(r),
         "",
         *history_table(r.get("history") or []),
-        "**Where the sides differ** (not broken down by measurement here). A run with "
-        "nothing new is the fixed cost of each: process start, loading the definitions, the Connect session. "
-        "Above it, lakehouse_assets runs the five datasets one after another in one run process (the "
-        "framework's in-process executor: one Spark session per run) and after each writes Dagster metadata (row counts, a preview, the Delta version) "
-        "and evaluates asset checks (`schema_unchanged` on every dataset, `unique_customer_id` on the view); "
-        "spark-pipelines runs independent flows at the same time on the server and computes neither. In exchange "
-        "its materialized view is rewritten on every run, three Delta versions each time, new data or not; "
-        "lakehouse_assets MERGEs only the changed keys and skips a view whose input did not move.",
+        "Where the sides differ and why: [docs/spark-declarative-pipelines.md]"
+        "(../docs/spark-declarative-pipelines.md#side-by-side-with-spark-pipelines-run).",
         "",
         "## What each reports to the user",
         "",
