@@ -224,26 +224,40 @@ def write_results(results: dict, out: Path) -> None:
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
 
 
-def chart(scaling: dict, path: Path) -> None:
+def line_chart(
+    path: Path, x: list, lines: list[tuple[list, str, str]], *, xlabel: str, ylabel: str, title: str,
+    log_x: bool = False, guide: tuple[float, str] | None = None,
+) -> None:
+    """A PNG of ``lines`` (values, marker style, label) against ``x``; ``guide``: a dotted level."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    levels = scaling["levels"]
-    x = [lv["files_before"] for lv in levels]
-    total = [lv["median_s"] for lv in levels]
-    bronze = [lv["split"]["tables"]["bronze_events"]["step_total"] for lv in levels]
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(x, total, "o-", label="run with one new file (fresh process, events chain)")
-    ax.plot(x, bronze, "s--", label="bronze_events step")
-    ax.axhline(total[0] * 1.5, color="grey", linestyle=":", label=f"target: 1.5x the {x[0]}-file case")
-    ax.set_xscale("log")
-    ax.set_xlabel("landing files already ingested")
-    ax.set_ylabel("seconds (median)")
+    for values, style, label in lines:
+        ax.plot(x, values, style, label=label)
+    if guide:
+        ax.axhline(guide[0], color="grey", linestyle=":", label=guide[1])
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
-    ax.set_title("History scaling")
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def chart(scaling: dict, path: Path) -> None:
+    levels = scaling["levels"]
+    total = [lv["median_s"] for lv in levels]
+    bronze = [lv["split"]["tables"]["bronze_events"]["step_total"] for lv in levels]
+    x = [lv["files_before"] for lv in levels]
+    line_chart(
+        path, x, [(total, "o-", "run with one new file (fresh process, events chain)"), (bronze, "s--", "bronze_events step")],
+        xlabel="landing files already ingested", ylabel="seconds (median)", title="History scaling", log_x=True,
+        guide=(total[0] * 1.5, f"target: 1.5x the {x[0]}-file case"),
+    )  # fmt: skip

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from bench.common import BENCH, BIN, REPO, load, log, machine, median, run
+from bench.common import BENCH, BIN, REPO, line_chart, load, log, machine, median, run
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
 from lakehouse_assets_tests.sdp import orders_answers as answers
@@ -105,23 +105,13 @@ def history_curve(sides: Sides, levels: list[int], reps: int) -> list[dict]:
 
 
 def chart(points: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x = [p["history_rounds"] for p in points]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(x, [p["theirs"] for p in points], "o-", label="spark-pipelines run")
-    ax.plot(x, [p["ours"] for p in points], "s-", label="lakehouse_assets (dagster asset materialize)")
-    ax.set_xlabel("rounds of history (one file per source each)")
-    ax.set_ylabel("seconds per run with one new round (median)")
-    ax.set_ylim(bottom=0)
-    ax.set_title("The SDP example: time per run against history")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    line_chart(
+        path, [p["history_rounds"] for p in points],
+        [([p["theirs"] for p in points], "o-", "spark-pipelines run"),
+         ([p["ours"] for p in points], "s-", "lakehouse_assets (dagster asset materialize)")],
+        xlabel="rounds of history (one file per source each)", ylabel="seconds per run with one new round (median)",
+        title="The SDP example: time per run against history",
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
