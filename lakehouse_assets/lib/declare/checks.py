@@ -67,6 +67,11 @@ class ReconcilesWith:
     other_sql: dict[str, str]
     tolerance: float
 
+    @property
+    def check_name(self) -> str:
+        """The check's name, under which its last outcome is looked up to carry it over."""
+        return f"reconciles_with_{self.other}"
+
 
 @dataclass(frozen=True)
 class LandedLinesConserved:
@@ -162,13 +167,8 @@ def reconciles_with(
 ) -> TableCheck:
     """Aggregates of this table equal aggregates of ``other`` (full scans of both; carried over
     without a scan when it last passed at the versions both tables are still at)."""
-    return TableCheck(
-        f"reconciles_with_{other}",
-        f"Totals equal those of {other}.",
-        ReconcilesWith(other, dict(this_sql), dict(other_sql), tolerance),
-        "ERROR",
-        "full table",
-    )
+    rule = ReconcilesWith(other, dict(this_sql), dict(other_sql), tolerance)
+    return TableCheck(rule.check_name, f"Totals equal those of {other}.", rule, "ERROR", "full table")
 
 
 def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | None = None) -> TableCheck:

@@ -143,7 +143,7 @@ def _reconciles_with(rule: rules.ReconcilesWith, ctx: CheckContext) -> CheckOutc
         "delta_version": ctx.version(),
         f"{other}_delta_version": ctx.version(other),
     }
-    last = ctx.previous_outcomes.get(f"reconciles_with_{other}")
+    last = ctx.previous_outcomes.get(rule.check_name)
     if None not in ids and last and last.passed and all(_plain(last.metadata.get(k)) == v for k, v in compared.items()):
         # The same tables at the same versions hold the same rows: the full scans would pass again.
         return CheckOutcome(True, {**last.metadata, "evaluated": "carried over (neither table changed)"})
