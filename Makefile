@@ -11,6 +11,9 @@ export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 LOCAL_INSTANCE := $(CURDIR)/data/dagster
 export DAGSTER_HOME ?= $(LOCAL_INSTANCE)
 PYTEST_ARGS ?=
+# make test runs the suite in this many worker processes (pytest-xdist), each with its own
+# SparkSession; 0: in this process. On 2 cores two workers are slower (docs/testing.md).
+TEST_WORKERS ?= 0
 # devstack/ (the local servers) and lakehouse_assets_tests/ are not installed: every command here,
 # and every process it starts, imports them from this checkout.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -237,7 +240,7 @@ chaos-sdp: setup
 	@$(BIN)/python scripts/chaos_sdp.py $(CHAOS_ARGS)
 
 test: setup
-	@$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 clean-data:
 	rm -rf data/landing data/tables data/checkpoints data/dagster/history data/dagster/schedules data/dagster/storage

@@ -3,9 +3,15 @@ when missing: as root only, never downloaded by a Python package."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+from pathlib import Path
+
+# One install at a time among our processes (parallel test workers may need PostgreSQL and
+# Chromium at once); apt's own lock would make the second fail instead of wait.
+LOCK = Path("/tmp/lakehouse-apt.lock")
 
 
 def apt_install(packages: list[str], why: str) -> None:
@@ -19,7 +25,10 @@ def apt_install(packages: list[str], why: str) -> None:
             f"{why} is missing and cannot be installed here (needs root and apt-get): apt-get install {' '.join(packages)}"
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]):
-        done = subprocess.run(step, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            raise RuntimeError(f"could not install {why} with {' '.join(step)}: {done.stderr.strip()[-500:]}")
+    wait = ["-o", "DPkg::Lock::Timeout=600"]  # another apt-get running: wait for it
+    with LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for step in (["apt-get", *wait, "update", "-qq"], ["apt-get", *wait, "install", "-y", "-qq", *packages]):
+            done = subprocess.run(step, env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                raise RuntimeError(f"could not install {why} with {' '.join(step)}: {done.stderr.strip()[-500:]}")

@@ -70,3 +70,47 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+# The longest groups in CI's --durations (minutes): scheduled first, alternating between the two
+# workers, so neither is left with a long group at the end while the other idles.
+LONGEST_GROUPS = (
+    "scaleout",  # 12
+    "lakehouse_assets_tests/orchestration/test_browser_ui.py",  # 5.5
+    "lakehouse_assets_tests/pipeline/test_crash_recovery.py",  # 5
+    "lakehouse_assets_tests/orchestration/test_e2e.py",  # 4
+    "lakehouse_assets_tests/orchestration/test_burst.py",  # 3
+)
+
+
+def worker_group(nodeid: str) -> str:
+    """What runs in one worker under ``make test`` (pytest-xdist): a module, so its module-scoped
+    fixtures start once; the scale-out package as a whole (one cluster, engine and bucket)."""
+    module = nodeid.split("::", 1)[0]
+    return "scaleout" if module.startswith("lakehouse_assets_tests/scaleout/") else module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """xdist's scope scheduler with our groups as scopes, in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order below: longest groups first
+    return GroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest groups first, then every module with slow tests, then the rest."""
+    slow_groups = {worker_group(item.nodeid) for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        group = worker_group(item.nodeid)
+        if group in LONGEST_GROUPS:
+            return 0, LONGEST_GROUPS.index(group)
+        return (1 if group in slow_groups else 2), 0
+
+    items.sort(key=rank)  # stable: tests keep their order inside a module

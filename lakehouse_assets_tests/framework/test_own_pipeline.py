@@ -35,17 +35,22 @@ def reading(i: int, meter: str, kwh: float | None) -> str:
     return json.dumps({"reading_id": f"r{i}", "meter": meter, "kwh": kwh})
 
 
+def record_of(line: str) -> dict | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def expected(lines: list[str]) -> tuple[list[tuple], int, dict[str, tuple[float, int]]]:
     """(readings rows, quarantined lines, totals per meter) from the raw lines, by hand."""
     rows, bad, totals = [], 0, defaultdict(lambda: [0.0, 0])
     for line in lines:
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if not isinstance(record, dict):
+        record = record_of(line)
+        if record is None:
             bad += 1
             continue
         if record.get("kwh") is None:
@@ -73,7 +78,7 @@ def test_a_pipeline_of_its_own_materializes_exactly_through_dagster(tmp_path: Pa
     instance = dg.DagsterInstance.ephemeral()
     root = Path(paths.root)
     first = [reading(1, "a", 1.5), reading(2, "b", 2.0), "not json", "", reading(3, "a", None), "[1, 2]"]
-    second = [reading(4, "a", 0.25), reading(5, "c", 4.0), "{truncated"]
+    second = [reading(4, "a", 0.25), reading(5, "c", 4.0), "{truncated", reading(6, "D", -1.0)]
     landed: list[str] = []
     for name, lines in (("one.jsonl", first), ("two.jsonl", second)):
         land(root, name, lines)
@@ -88,6 +93,14 @@ def test_a_pipeline_of_its_own_materializes_exactly_through_dagster(tmp_path: Pa
         assert got == totals
         checks = result.get_asset_check_evaluations()
         assert checks and all(c.passed for c in checks if c.severity == dg.AssetCheckSeverity.ERROR)
+        # the pipeline's own checks, WARN: round two brings a negative reading from meter D
+        own = {c.check_name: c for c in checks if c.asset_key == dg.AssetKey("readings")}
+        kept = [r for r in map(record_of, lines) if r and r.get("kwh") is not None]  # this run's rows
+        negative = sum(r["kwh"] < 0 for r in kept)
+        upper = sum(r["meter"] != r["meter"].lower() for r in kept)
+        assert (own["kwh_not_negative"].passed, own["meters_lowercase"].passed) == (negative == 0, upper == 0)
+        assert own["kwh_not_negative"].metadata["rows_failing"].value == negative
+        assert own["meters_lowercase"].metadata["meters_not_lowercase"].value == upper
     # A run with nothing new writes nothing.
     versions = {n: spark.sql(f"DESCRIBE HISTORY delta.`{paths.table(n)}`").first()["version"] for n in ("readings", "meter_totals")}
     assert materialize(defs, instance).success

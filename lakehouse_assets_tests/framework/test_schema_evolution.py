@@ -107,10 +107,11 @@ def test_ddl_columns_keep_order_and_nested_types() -> None:
         ddl_columns("just_a_name")
     with pytest.raises(DeclarationError, match="schema_evolution must be one of"):
         landing("x", format="json", schema_evolution="merge")  # type: ignore[arg-type]
-    with pytest.raises(DeclarationError, match="apply to format='json' or 'parquet'"):
+    with pytest.raises(DeclarationError, match="apply to format='json', 'parquet' or 'avro'"):
         landing("x", schema_hints="a int")
-    with pytest.raises(DeclarationError, match="Parquet has no rescued data column"):
-        landing("x", format="parquet", schema_evolution="rescue")
+    for binary in ("parquet", "avro"):
+        with pytest.raises(DeclarationError, match=f"{binary.capitalize()} has no rescued data column"):
+            landing("x", format=binary, schema_evolution="rescue")  # type: ignore[arg-type]
 
 
 def test_add_new_columns_grows_the_table_and_the_stream_downstream_follows(tmp_path: Path, spark: SparkSession) -> None:
@@ -256,4 +257,33 @@ def test_parquet_files_evolve_as_their_footers_say(tmp_path: Path, spark: SparkS
         return
     assert run_table(spark, paths, parquet_readings).schema_changes[0] == "added column site string (first in b.parquet)"
     want = [{**r, "site": None} for r in first] + [{"id": "3", "kwh": 2.0, "site": "x"}]
+    assert rows_of(spark, paths, "readings") == want
+
+
+def land_avro(spark: SparkSession, paths: LakehousePaths, name: str, rows: list[dict], ddl: str) -> None:
+    """One Avro file written by Spark's own writer (each file carries its writer schema)."""
+    folder = Path(paths.landing("meters"))
+    folder.mkdir(parents=True, exist_ok=True)
+    written = folder.parent / f"_avro-{name}"
+    spark.createDataFrame(rows, ddl).coalesce(1).write.format("avro").save(str(written))
+    (part,) = written.glob("part-*.avro")
+    part.rename(folder / name)
+
+
+def test_avro_files_evolve_as_their_writer_schemas_say(tmp_path: Path, spark: SparkSession) -> None:
+    paths = LakehousePaths(str(tmp_path / "root"))
+
+    @streaming_table(group="raw", name="readings", inputs={"rows": landing("meters", format="avro")})
+    def avro_readings(rows: DataFrame) -> DataFrame:
+        return rows
+
+    first = [{"id": "1", "kwh": 1.5}, {"id": "2", "kwh": None}]
+    land_avro(spark, paths, "a.avro", first, "id string, kwh double")
+    run_table(spark, paths, avro_readings)
+    assert rows_of(spark, paths, "readings") == first
+    # a later file's writer schema adds a field, in another position; an older schema still lands
+    land_avro(spark, paths, "b.avro", [{"site": "x", "id": "3", "kwh": 2.0}], "site string, id string, kwh double")
+    land_avro(spark, paths, "c.avro", [{"id": "4", "kwh": 4.0}], "id string, kwh double")
+    assert run_table(spark, paths, avro_readings).schema_changes[0] == "added column site string (first in b.avro)"
+    want = [{**r, "site": None} for r in first] + [{"id": "3", "kwh": 2.0, "site": "x"}, {"id": "4", "kwh": 4.0, "site": None}]
     assert rows_of(spark, paths, "readings") == want

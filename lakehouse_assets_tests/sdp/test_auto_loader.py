@@ -35,8 +35,10 @@ def test_auto_loader_options_map_onto_a_landing_input() -> None:
     assert (found.path, found.source, found.glob, found.schema_hints, found.evolution) == (
         "s3a://bucket/raw/meters/", "meters", "*.json", "kwh double", "addNewColumns"
     )
-    with pytest.raises(DeclarationError, match="f.py:3: Auto Loader reads cloudFiles.format 'json'"):
-        auto_loader_input(FileRead("cloudFiles", ("/x",), True, (("cloudFiles.format", "avro"),)), "f.py:3")
+    avro = auto_loader_input(FileRead("cloudFiles", ("/x/m",), True, (("cloudFiles.format", "avro"),)), "f.py:3")
+    assert (avro.format, avro.source, avro.evolution) == ("avro", "m", "addNewColumns")
+    with pytest.raises(DeclarationError, match="f.py:3: Auto Loader reads cloudFiles.format 'json'.*not 'csv'"):
+        auto_loader_input(FileRead("cloudFiles", ("/x",), True, (("cloudFiles.format", "csv"),)), "f.py:3")
     with pytest.raises(DeclarationError, match="useManagedFileEvents|usemanagedfileevents"):
         options = (("cloudFiles.format", "json"), ("cloudFiles.useManagedFileEvents", "true"))
         auto_loader_input(FileRead("cloudFiles", ("/x",), True, options), "f.py:3")

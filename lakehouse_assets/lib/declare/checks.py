@@ -18,6 +18,7 @@ passes again without one (``reconciles_with``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +28,12 @@ Scope = Literal["changes", "full table"]
 
 @dataclass(frozen=True)
 class CheckOutcome:
+    """What a check found: whether it passed, and figures shown with it in the UI.
+
+    :param passed: the check holds.
+    :param metadata: name -> value (numbers, text), recorded on the asset check evaluation.
+    """
+
     passed: bool
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -90,6 +97,19 @@ class QuarantineTraceable:
     columns: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class RowsSatisfy:
+    condition: str
+    whole_table: bool
+
+
+@dataclass(frozen=True)
+class UserFunction:
+    # Called with the rows in scope (a DataFrame); returns a bool or a CheckOutcome.
+    function: Callable[[Any], bool | CheckOutcome]
+    whole_table: bool
+
+
 CheckRule = (
     UniqueKeys
     | RequiredColumns
@@ -100,6 +120,8 @@ CheckRule = (
     | LandedLinesConserved
     | QuarantineShare
     | QuarantineTraceable
+    | RowsSatisfy
+    | UserFunction
 )
 
 
@@ -193,3 +215,39 @@ def quarantine_traceable(quarantine: str, columns: list[str]) -> TableCheck:
     description = f"Every quarantined row carries {', '.join(columns) or 'its columns'}."
     rule = QuarantineTraceable(quarantine, tuple(columns))
     return TableCheck("quarantine_rows_traceable", description, rule, "ERROR", target="quarantine")
+
+
+def rows_satisfy(name: str, condition: str, *, severity: Severity = "ERROR", scope: Scope = "changes") -> TableCheck:
+    """Every row satisfies a SQL condition, e.g. ``"kwh >= 0"``; a row where it is null fails.
+    Unlike an expectation, which acts on each row as it is written, this judges the table.
+
+    :param name: the asset check's name.
+    :param condition: a SQL boolean expression over the table's columns.
+    :param severity: ``ERROR`` blocks downstream assets when it fails; ``WARN`` does not.
+    :param scope: ``changes`` (rows changed since the last check) or ``full table``.
+    """
+    rule = RowsSatisfy(condition, whole_table=scope == "full table")
+    return TableCheck(name, f"Every row satisfies {condition}.", rule, severity, scope)
+
+
+def custom_check(
+    name: str,
+    function: Callable[[Any], bool | CheckOutcome],
+    *,
+    description: str,
+    severity: Severity = "ERROR",
+    scope: Scope = "changes",
+) -> TableCheck:
+    """A check of your own: ``function`` gets the rows in scope as a DataFrame and returns
+    whether they pass, or a :class:`CheckOutcome` with figures to show. An exception it raises
+    fails the check with the error's first line.
+
+    :param name: the asset check's name.
+    :param function: ``rows -> bool | CheckOutcome``; not called when the table did not change
+        and ``scope`` is ``changes``.
+    :param description: what the check promises, shown in the UI.
+    :param severity: ``ERROR`` blocks downstream assets when it fails; ``WARN`` does not.
+    :param scope: ``changes`` (rows changed since the last check) or ``full table``.
+    """
+    rule = UserFunction(function, whole_table=scope == "full table")
+    return TableCheck(name, description, rule, severity, scope)

@@ -11,8 +11,10 @@ from typing import Literal
 from lakehouse_assets.lib.errors import DeclarationError
 
 ReadMode = Literal["stream", "static", "change_feed"]
-LandingFormat = Literal["text", "csv", "json", "parquet"]
-INFERRED_FORMATS = ("json", "parquet")
+LandingFormat = Literal["text", "csv", "json", "parquet", "avro"]
+INFERRED_FORMATS = ("json", "parquet", "avro")
+# Formats whose files carry their own typed schema: no rescued data column.
+SELF_DESCRIBING_FORMATS = ("parquet", "avro")
 # Auto Loader's names for what a landed file with fields the schema lacks does to the schema.
 SchemaEvolution = Literal["addNewColumns", "rescue", "failOnNewColumns", "none"]
 SCHEMA_EVOLUTION_MODES = ("addNewColumns", "rescue", "failOnNewColumns", "none")
@@ -178,14 +180,15 @@ def landing(
         fit their column's type, as a JSON object (a line that is not a JSON object is kept
         whole there under ``_corrupt_record``). ``parquet``: the files' own schema, merged and
         evolved the same way (no ``_rescued_data``: a value Parquet cannot read as its column's
-        type fails the run, so ``rescue`` is refused).
+        type fails the run, so ``rescue`` is refused). ``avro``: likewise, from each file's
+        writer schema (the ``spark-avro`` jar is fetched at setup).
     :param glob: which file names to read, e.g. ``*.{json,jsonl}``; ``.gz`` variants must match too.
     :param options: Spark reader options (CSV header, encoding, ...).
     :param schema: DDL schema, e.g. ``"id string, kwh double"`` (CSV: required; JSON: instead of
         inference, and the starting point of evolution).
-    :param schema_hints: JSON, Parquet: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
+    :param schema_hints: JSON, Parquet, Avro: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
         a hinted column absent from the files is added too.
-    :param schema_evolution: JSON, Parquet: what a file with new fields does. ``addNewColumns`` (default
+    :param schema_evolution: JSON, Parquet, Avro: what a file with new fields does. ``addNewColumns`` (default
         when inferring): they become nullable columns of the table in the same run;
         ``rescue``: the schema never changes, they go to ``_rescued_data``;
         ``failOnNewColumns``: the run stops naming the fields and the file, writing nothing,
@@ -193,15 +196,16 @@ def landing(
     """
     if format not in ("text", "csv", *INFERRED_FORMATS):
         raise DeclarationError(
-            f"landing({source!r}): format must be 'text', 'csv', 'json' or 'parquet', not {format!r}"
+            f"landing({source!r}): format must be 'text', 'csv', 'json', 'parquet' or 'avro', not {format!r}"
         )
     if format not in INFERRED_FORMATS and (schema_hints or schema_evolution):
         raise DeclarationError(
-            f"landing({source!r}): schema_hints and schema_evolution apply to format='json' or 'parquet'"
+            f"landing({source!r}): schema_hints and schema_evolution apply to format='json', 'parquet' or 'avro'"
         )
-    if format == "parquet" and schema_evolution == "rescue":
+    if format in SELF_DESCRIBING_FORMATS and schema_evolution == "rescue":
         raise DeclarationError(
-            f"landing({source!r}): Parquet has no rescued data column; use addNewColumns, failOnNewColumns or none"
+            f"landing({source!r}): {format.capitalize()} has no rescued data column; "
+            "use addNewColumns, failOnNewColumns or none"
         )
     if schema_evolution is not None and schema_evolution not in SCHEMA_EVOLUTION_MODES:
         raise DeclarationError(

@@ -241,3 +241,32 @@ def _quarantine_traceable(rule: rules.QuarantineTraceable, ctx: CheckContext) ->
             "columns": ", ".join(rule.columns),
         },
     )
+
+
+def _rows_in_scope(ctx: CheckContext, whole_table: bool) -> DataFrame:
+    changed = None if whole_table else ctx.changes()
+    return ctx.read() if changed is None else changed
+
+
+@_evaluates(rules.RowsSatisfy)
+def _rows_satisfy(rule: rules.RowsSatisfy, ctx: CheckContext) -> CheckOutcome:
+    if not rule.whole_table and ctx.unchanged():
+        return CheckOutcome(True, {"condition": rule.condition, "rows_checked": 0, "rows_failing": 0})
+    failing = F.expr(f"NOT coalesce(({rule.condition}), false)")
+    rows = _rows_in_scope(ctx, rule.whole_table)
+    checked, failed = rows.agg(F.count(F.lit(1)), F.count_if(failing)).first() or (0, 0)
+    examples = _sample(rows.where(failing), rows.columns[:4]) if failed else "none"
+    metadata = {"condition": rule.condition, "rows_checked": checked, "rows_failing": failed, "examples": examples}
+    return CheckOutcome(failed == 0, metadata)
+
+
+@_evaluates(rules.UserFunction)
+def _user_function(rule: rules.UserFunction, ctx: CheckContext) -> CheckOutcome:
+    if not rule.whole_table and ctx.unchanged():
+        return CheckOutcome(True, {"rows_checked": 0})
+    found = rule.function(_rows_in_scope(ctx, rule.whole_table))
+    if isinstance(found, CheckOutcome):
+        return found
+    if not isinstance(found, bool):
+        raise TypeError(f"a custom check returns a bool or a CheckOutcome, not {type(found).__name__}")
+    return CheckOutcome(found)

@@ -1,4 +1,4 @@
-"""The schema of a ``landing(format="json")`` input: inferred from the first files, kept with the
+"""The schema of a ``landing(format="json" | "parquet" | "avro")`` input: inferred from the first files, kept with the
 table's checkpoint, versioned, and evolved as the input's mode says when later files bring new
 fields (Auto Loader's ``addNewColumns``, ``rescue``, ``failOnNewColumns``, ``none``).
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
 from lakehouse_assets.lib.declare.parsing import CORRUPT_RECORD
@@ -75,12 +76,25 @@ def _landed_files(paths: LakehousePaths, source: LandingInput) -> list[str]:
 def _files(spark: SparkSession, files: list[str], file_format: str) -> DataFrame:
     if file_format == "parquet":
         return spark.read.option("mergeSchema", "true").parquet(*files)
+    if file_format == "avro":
+        return spark.read.format("avro").schema(_merged_avro_schema(spark, files)).load(files)
     return spark.read.option("mode", "PERMISSIVE").json(files)
 
 
+def _merged_avro_schema(spark: SparkSession, files: list[str]) -> StructType:
+    """The union of the files' writer schemas, in order of first appearance: Spark reads a set
+    of Avro files with one file's schema (it has no ``mergeSchema``), so each file is asked."""
+    merged = StructType()
+    for file in files:
+        for field in spark.read.format("avro").load(file).schema.fields:
+            if field.name.lower() not in {name.lower() for name in merged.fieldNames()}:
+                merged.add(field.name, field.dataType, nullable=True)
+    return merged
+
+
 def infer_columns(spark: SparkSession, files: list[str], file_format: str = "json") -> dict[str, str]:
-    """The columns Spark finds in ``files`` (JSON inference, or Parquet's merged footers):
-    name -> type, in order."""
+    """The columns Spark finds in ``files`` (JSON inference, Parquet's merged footers, the union
+    of Avro writer schemas): name -> type, in order."""
     frame = _files(spark, files, file_format)
     return {f.name: sql_type(f.dataType) for f in frame.schema.fields if f.name != CORRUPT_RECORD}
 
@@ -145,7 +159,7 @@ def evolve_schema(
             known = {**inferred, **_new(hints, inferred)}
             if not known:
                 raise LakehouseError(
-                    f"{table.name}: {where} holds no JSON field to infer a schema from; "
+                    f"{table.name}: {where} holds no field to infer a schema from; "
                     "land a file or give landing(..., schema=...)"
                 )
             record(known, {}, first_files(spark, landed, list(inferred), source.format) if files else {})

@@ -9,7 +9,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib.declare.inputs import CatalogInput, KafkaInput, LandingInput, TableInput
+from lakehouse_assets.lib.declare.inputs import (
+    SELF_DESCRIBING_FORMATS,
+    CatalogInput,
+    KafkaInput,
+    LandingInput,
+    TableInput,
+)
 from lakehouse_assets.lib.declare.parsing import parse_landed_json
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
@@ -44,7 +50,8 @@ def reject_outside_links(paths: LakehousePaths, landing_path: str, log: Log) -> 
 def read_landing(
     spark: SparkSession, paths: LakehousePaths, source: LandingInput, log: Log, schema: dict[str, str] | None = None
 ) -> DataFrame:
-    """The landed files as a stream: lines, CSV rows, or (``json``) rows of ``schema``."""
+    """The landed files as a stream: lines, CSV rows, or (``json``, ``parquet``, ``avro``) rows of
+    ``schema``."""
     path = landing_folder(paths, source)
     storage.make_dirs(path)
     if source.path is None:  # a folder the user's code names is theirs to link as they like
@@ -61,7 +68,7 @@ def read_landing(
     )
     if source.schema and not source.infers_schema:
         reader = reader.schema(source.schema)
-    if source.format == "parquet":
+    if source.format in SELF_DESCRIBING_FORMATS:  # by name: a file lacking a column reads null
         reader = reader.schema(", ".join(f"{delta_sql.quote(c)} {t}" for c, t in (schema or {}).items()))
     df = reader.options(**source.options).load(path)
     df = df.select(

@@ -1,5 +1,5 @@
 """Databricks Auto Loader (``spark.readStream.format("cloudFiles")``) in a pipeline's code, read
-by the engine's landed-JSON machinery: inferred schema kept with the checkpoint, evolution modes,
+by the engine's landed-file machinery (JSON, Parquet, Avro): inferred schema kept with the checkpoint, evolution modes,
 hints and the rescued data column, from wherever the code's path points.
 
 While the definitions load, each ``cloudFiles`` read in a flow's plan becomes a landing input
@@ -10,9 +10,15 @@ returns the frame the engine read for that key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from lakehouse_assets.lib.declare.inputs import SCHEMA_EVOLUTION_MODES, LandingInput, landing
+from lakehouse_assets.lib.declare.inputs import (
+    INFERRED_FORMATS,
+    SCHEMA_EVOLUTION_MODES,
+    LandingFormat,
+    LandingInput,
+    landing,
+)
 from lakehouse_assets.lib.declare.parsing import RESCUED
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.plan_reading import FileRead
@@ -43,10 +49,11 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
     options = dict(read.options)
     cloud = {k[len("cloudFiles.") :].lower(): v for k, v in options.items() if k.lower().startswith("cloudfiles.")}
     plain = {k: v for k, v in options.items() if not k.lower().startswith("cloudfiles.")}
-    file_format = cloud.pop("format", None)
-    if (file_format or "").lower() != "json":
+    file_format = (cloud.pop("format", None) or "").lower()
+    if file_format not in INFERRED_FORMATS:
         raise DeclarationError(
-            f"{place}: Auto Loader reads cloudFiles.format 'json' here (one object per line), not {file_format!r}"
+            f"{place}: Auto Loader reads cloudFiles.format 'json' (one object per line), 'parquet' or 'avro' "
+            f"here, not {file_format or None!r}"
         )
     mode = cloud.pop("schemaevolutionmode", None)
     if mode is not None and mode not in SCHEMA_EVOLUTION_MODES:
@@ -63,14 +70,14 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
     if unknown or plain.get("multiLine", "false").lower() == "true":
         raise DeclarationError(
             f"{place}: Auto Loader option(s) {', '.join(unknown) or 'multiLine'} are not supported here; "
-            "supported: cloudFiles.format=json, schemaEvolutionMode, schemaHints, inferColumnTypes, "
+            "supported: cloudFiles.format=json|parquet|avro, schemaEvolutionMode, schemaHints, inferColumnTypes, "
             "rescuedDataColumn, maxFilesPerTrigger, pathGlobFilter"
         )
     glob = plain.pop("pathGlobFilter", "*")
     reader_options.update({k: v for k, v in plain.items() if k != "multiLine"})
     declared = landing(
         read.paths[0].rstrip("/").rsplit("/", 1)[-1] or read.paths[0],
-        format="json",
+        format=cast(LandingFormat, file_format),  # one of INFERRED_FORMATS, checked above
         glob=glob,
         options=reader_options,
         schema=read.schema,
@@ -79,7 +86,7 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
     )
     return LandingInput(
         declared.source,
-        "json",
+        declared.format,
         declared.glob,
         declared.options,
         declared.schema,

@@ -1,4 +1,4 @@
-"""The JVM side of Delta Lake, Spark's Kafka connector and Hadoop's S3 filesystem, resolved from Maven Central once
+"""The JVM side of Delta Lake, Spark's Kafka and Avro connectors and Hadoop's S3 filesystem, resolved from Maven Central once
 at setup time into a local cache.
 
 ``python -m lakehouse_assets.lib.spark.jars`` downloads the packages with Spark's own Ivy resolver and
@@ -30,6 +30,8 @@ MAVEN_PACKAGES = [
     f"io.delta:delta-spark_{SPARK_MINOR}_{SCALA_VERSION}:{DELTA_VERSION}",
     # Spark's Kafka source and sink, at pyspark's own version.
     f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{pyspark.__version__}",
+    # format("avro"), for landed Avro files.
+    f"org.apache.spark:spark-avro_{SCALA_VERSION}:{pyspark.__version__}",
     # s3a:// at pyspark's Hadoop version, with the AWS SDK modules it calls (18 MB), not the SDK
     # bundle hadoop-aws depends on (686 MB).
     f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}",
@@ -60,7 +62,7 @@ def cached_jars() -> list[str]:
     manifest = cache / "MANIFEST"
     if not manifest.exists() or manifest.read_text() != _manifest():
         raise RuntimeError(
-            f"Delta Lake's, Kafka's and S3's jars are not in {cache}: run `make setup` (needs Maven Central once)."
+            f"Delta Lake's, Kafka's, Avro's and S3's jars are not in {cache}: run `make setup` (needs Maven Central once)."
         )
     return sorted(str(p) for p in cache.glob("*.jar"))
 
@@ -142,7 +144,7 @@ def main() -> int:
     except Exception as error:  # noqa: BLE001 - turn a JVM/Ivy failure into one sentence
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(
-            "Setup failed: could not download Delta Lake's, Kafka's and S3's jars from Maven Central "
+            "Setup failed: could not download Delta Lake's, Kafka's, Avro's and S3's jars from Maven Central "
             f"({first_line}; resolver output in {log}). Check the network or proxy (or set "
             "LAKEHOUSE_JAR_CACHE to a folder holding them) and run `make setup` again.",
             file=sys.stderr,

@@ -7,8 +7,10 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import (
     IS_JSON_OBJECT,
+    CheckOutcome,
     Quarantine,
     change_feed,
+    custom_check,
     expect_or_drop,
     expect_or_quarantine,
     landing,
@@ -16,11 +18,18 @@ from lakehouse_assets.lib import (
     not_null,
     parse_json_lines,
     recompute,
+    rows_satisfy,
     streaming_table,
     unique,
 )
 
 FIELDS = {"reading_id": "string", "meter": "string", "kwh": "double"}
+
+
+def meters_lowercase(rows: DataFrame) -> CheckOutcome:
+    """A check of the pipeline's own: meter names arrive in lower case."""
+    shouting = rows.where("meter <> lower(meter)").count()
+    return CheckOutcome(shouting == 0, {"meters_not_lowercase": shouting})
 
 
 @streaming_table(
@@ -29,6 +38,10 @@ FIELDS = {"reading_id": "string", "meter": "string", "kwh": "double"}
     expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT), expect_or_drop("kwh_present", "kwh IS NOT NULL")],
     quarantine=Quarantine("readings_quarantine", columns=["raw_line", "_source_file"], with_failures=False),
     columns=[*FIELDS, "_source_file"],
+    checks=[
+        rows_satisfy("kwh_not_negative", "kwh >= 0", severity="WARN"),
+        custom_check("meters_lowercase", meters_lowercase, description="Meter names are lower case.", severity="WARN"),
+    ],
 )
 def readings(lines: DataFrame) -> DataFrame:
     """One row per JSON-object line with a reading; other lines quarantined, readings without
