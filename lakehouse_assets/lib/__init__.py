@@ -32,9 +32,10 @@ from lakehouse_assets.lib.declare.expectations import (
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import catalog_table, change_feed, kafka, landing, static, stream
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
+from lakehouse_assets.lib.declare.quarantine import Quarantine
 from lakehouse_assets.lib.declare.registry import collect_tables
 from lakehouse_assets.lib.declare.sinks import append, merge, overwrite, recompute, to_delta, to_kafka
-from lakehouse_assets.lib.declare.table import Quarantine, TableSpec, streaming_table
+from lakehouse_assets.lib.declare.table import TableSpec, streaming_table
 from lakehouse_assets.lib.errors import (
     DeclarationError,
     EngineUnavailable,

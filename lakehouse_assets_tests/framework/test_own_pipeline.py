@@ -101,6 +101,9 @@ def test_a_pipeline_of_its_own_materializes_exactly_through_dagster(tmp_path: Pa
         assert (own["kwh_not_negative"].passed, own["meters_lowercase"].passed) == (negative == 0, upper == 0)
         assert own["kwh_not_negative"].metadata["rows_failing"].value == negative
         assert own["meters_lowercase"].metadata["meters_not_lowercase"].value == upper
+        asserted = own["asserts_no_negative"]
+        assert asserted.passed == (negative == 0)
+        assert negative == 0 or asserted.metadata["error"].value == "check could not run: AssertionError"
     # A run with nothing new writes nothing.
     versions = {n: spark.sql(f"DESCRIBE HISTORY delta.`{paths.table(n)}`").first()["version"] for n in ("readings", "meter_totals")}
     assert materialize(defs, instance).success

@@ -281,9 +281,16 @@ def test_avro_files_evolve_as_their_writer_schemas_say(tmp_path: Path, spark: Sp
     land_avro(spark, paths, "a.avro", first, "id string, kwh double")
     run_table(spark, paths, avro_readings)
     assert rows_of(spark, paths, "readings") == first
-    # a later file's writer schema adds a field, in another position; an older schema still lands
-    land_avro(spark, paths, "b.avro", [{"site": "x", "id": "3", "kwh": 2.0}], "site string, id string, kwh double")
-    land_avro(spark, paths, "c.avro", [{"id": "4", "kwh": 4.0}], "id string, kwh double")
-    assert run_table(spark, paths, avro_readings).schema_changes[0] == "added column site string (first in b.avro)"
-    want = [{**r, "site": None} for r in first] + [{"id": "3", "kwh": 2.0, "site": "x"}, {"id": "4", "kwh": 4.0, "site": None}]
+    # The next run's first file still has the old writer schema; the second adds a field, in
+    # another position: the schema is the union, and every file is read by name.
+    land_avro(spark, paths, "b.avro", [{"id": "3", "kwh": 4.0}], "id string, kwh double")
+    land_avro(spark, paths, "c.avro", [{"site": "x", "id": "4", "kwh": 2.0}], "site string, id string, kwh double")
+    assert run_table(spark, paths, avro_readings).schema_changes[0] == "added column site string (first in c.avro)"
+    want = [{**r, "site": None} for r in first] + [{"id": "3", "kwh": 4.0, "site": None}, {"id": "4", "kwh": 2.0, "site": "x"}]
+    assert rows_of(spark, paths, "readings") == want
+    # Two new files that disagree on a new field's type: the run stops naming both, writing nothing.
+    land_avro(spark, paths, "d.avro", [{"id": "5", "kwh": 1.0, "unit": 1}], "id string, kwh double, unit int")
+    land_avro(spark, paths, "e.avro", [{"id": "6", "kwh": 1.0, "unit": "kWh"}], "id string, kwh double, unit string")
+    with pytest.raises(LakehouseError, match=r"e\.avro has field unit string where .*d\.avro has int"):
+        run_table(spark, paths, avro_readings)
     assert rows_of(spark, paths, "readings") == want

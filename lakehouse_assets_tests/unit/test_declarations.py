@@ -12,14 +12,17 @@ from lakehouse_assets.lib import (
     LakehouseError,
     append_flow,
     collect_tables,
+    custom_check,
     kafka,
     overwrite,
     recompute,
+    rows_satisfy,
+    schema_unchanged,
     static,
     stream,
     streaming_table,
 )
-from lakehouse_assets.lib.declare.table import Quarantine
+from lakehouse_assets.lib.declare.quarantine import Quarantine
 
 pytestmark = pytest.mark.unit
 
@@ -137,3 +140,21 @@ def test_every_error_of_the_framework_has_one_root() -> None:
 
     for error in (DeclarationError, EngineUnavailable, ExpectationFailed, KafkaProblem, RootUnusable):
         assert issubclass(error, LakehouseError)
+
+
+@pytest.mark.unit
+def test_check_names_are_refused_when_dagster_could_not_tell_them_apart() -> None:
+    def table(checks: list) -> None:
+        @streaming_table(group="g", checks=checks)
+        def t(a):  # noqa: ANN001, ANN202 - never run
+            return a
+
+    with pytest.raises(DeclarationError, match="t: check name 'kwh-ok' may hold only letters, digits and _"):
+        table([rows_satisfy("kwh-ok", "kwh >= 0")])
+    with pytest.raises(DeclarationError, match="t: two checks are named 'ok'"):
+        table([rows_satisfy("ok", "kwh >= 0"), custom_check("ok", bool, description="d")])
+    with pytest.raises(DeclarationError, match="'schema_unchanged' is the name of a check every table gets"):
+        table([custom_check("schema_unchanged", bool, description="d")])
+    with pytest.raises(DeclarationError, match="function must be callable"):
+        custom_check("c", "kwh >= 0", description="d")  # type: ignore[arg-type]
+    table([schema_unchanged(severity="WARN"), rows_satisfy("kwh_ok", "kwh >= 0")])  # a default replaced: fine

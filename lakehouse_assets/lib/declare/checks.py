@@ -18,9 +18,12 @@ passes again without one (``reconciles_with``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from lakehouse_assets.lib.errors import DeclarationError
 
 Severity = Literal["ERROR", "WARN"]
 Scope = Literal["changes", "full table"]
@@ -249,5 +252,27 @@ def custom_check(
     :param severity: ``ERROR`` blocks downstream assets when it fails; ``WARN`` does not.
     :param scope: ``changes`` (rows changed since the last check) or ``full table``.
     """
+    if not callable(function):
+        raise DeclarationError(f"custom_check({name!r}): function must be callable, not {type(function).__name__}")
     rule = UserFunction(function, whole_table=scope == "full table")
     return TableCheck(name, description, rule, severity, scope)
+
+
+# Checks every table gets (a declared check of the same kind and name replaces its default).
+DEFAULT_CHECK_NAMES = ("schema_unchanged", "quarantine_rate", "quarantine_rows_traceable")
+
+
+def declared_checks(table: str, checks: list[TableCheck] | None) -> list[TableCheck]:
+    """A table's checks, refused at declaration when Dagster could not name them apart: a name
+    that is not letters, digits and underscores, one declared twice, or a check of your own
+    named like a default one."""
+    names: set[str] = set()
+    for check in checks or []:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", check.name):
+            raise DeclarationError(f"{table}: check name {check.name!r} may hold only letters, digits and _")
+        if check.name in names:
+            raise DeclarationError(f"{table}: two checks are named {check.name!r}; give one another name")
+        if isinstance(check.rule, RowsSatisfy | UserFunction) and check.name in DEFAULT_CHECK_NAMES:
+            raise DeclarationError(f"{table}: {check.name!r} is the name of a check every table gets; pick another")
+        names.add(check.name)
+    return list(checks or [])

@@ -19,10 +19,17 @@ from typing import Literal
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.lib.declare.checks import TableCheck, quarantine_rate, quarantine_traceable, schema_unchanged
+from lakehouse_assets.lib.declare.checks import (
+    TableCheck,
+    declared_checks,
+    quarantine_rate,
+    quarantine_traceable,
+    schema_unchanged,
+)
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows
 from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
+from lakehouse_assets.lib.declare.quarantine import Quarantine
 from lakehouse_assets.lib.declare.sinks import (
     AppendSink,
     DeltaPathSink,
@@ -34,35 +41,6 @@ from lakehouse_assets.lib.declare.sinks import (
 from lakehouse_assets.lib.errors import DeclarationError
 
 OutputMode = Literal["append", "update", "complete"]
-
-
-@dataclass(frozen=True)
-class Quarantine:
-    """Where rows failing ``quarantine`` expectations go.
-
-    :param table: the quarantine table's name.
-    :param columns: columns of the transform's output to keep (None: the table's columns).
-    :param with_failures: add ``failed_expectations``, the names each row failed.
-    :param max_share: the share of a run's rows quarantined above which ``quarantine_rate`` warns.
-    :param column_descriptions: per column of the quarantine table, what it holds (the
-        framework's own columns, such as ``failed_expectations``, are described already).
-    :param traced_by: columns every quarantined row must carry (``quarantine_rows_traceable``);
-        None: ``failed_expectations`` (with failures) and ``_source_file`` (when kept).
-    """
-
-    table: str
-    columns: list[str] | None = None
-    with_failures: bool = True
-    max_share: float = 0.1
-    column_descriptions: dict[str, str] = field(default_factory=dict)
-    traced_by: list[str] | None = None
-
-    @property
-    def traced_columns(self) -> list[str]:
-        if self.traced_by is not None:
-            return list(self.traced_by)
-        kept_file = self.columns is not None and "_source_file" in self.columns
-        return (["failed_expectations"] if self.with_failures else []) + (["_source_file"] if kept_file else [])
 
 
 @dataclass(frozen=True)
@@ -131,8 +109,9 @@ class TableSpec:
 
     def flow_runs(self) -> list[TableSpec]:
         """The table's own flow, then one table per declared flow: same outputs, the flow's
-        inputs and function, its own checkpoint."""
-        own = replace(self, flows=[])
+        inputs and function, its own checkpoint. Without the checks: the run evaluates them, and
+        a query's handler, pickled into an engine's Python worker, carries nothing of theirs."""
+        own = replace(self, flows=[], checks=[])
         return [own] + [
             replace(
                 own,
@@ -289,7 +268,7 @@ def streaming_table(
             owners=list(owners or []),
             tags=dict(tags or {}),
             freshness=freshness,
-            checks=list(checks or []),
+            checks=declared_checks(table_name, checks),
             priority=priority,
             flows=list(flows or []),
         )

@@ -6,8 +6,10 @@ rows changed since the last checked version, and run no Spark job when the table
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import math
+import numbers
 from collections.abc import Callable
 from functools import reduce
 from typing import Any, TypeVar
@@ -266,7 +268,21 @@ def _user_function(rule: rules.UserFunction, ctx: CheckContext) -> CheckOutcome:
         return CheckOutcome(True, {"rows_checked": 0})
     found = rule.function(_rows_in_scope(ctx, rule.whole_table))
     if isinstance(found, CheckOutcome):
-        return found
-    if not isinstance(found, bool):
+        if not isinstance(found.metadata, dict):
+            raise TypeError(f"a custom check's CheckOutcome.metadata is a dict, not {type(found.metadata).__name__}")
+        return CheckOutcome(bool(found.passed), {str(k): _metadata_value(v) for k, v in found.metadata.items()})
+    if not (isinstance(found, bool) or type(found).__name__ == "bool_"):  # numpy's bool too
         raise TypeError(f"a custom check returns a bool or a CheckOutcome, not {type(found).__name__}")
-    return CheckOutcome(found)
+    return CheckOutcome(bool(found))
+
+
+def _metadata_value(value: Any) -> Any:
+    """A value Dagster records as metadata: numbers, text, booleans and None as they are (numpy
+    and Decimal numbers as Python ones), anything else as its text."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, (numbers.Real, decimal.Decimal)):
+        return float(value)
+    return str(value)

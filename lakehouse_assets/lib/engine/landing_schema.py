@@ -18,16 +18,17 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, DoubleType, LongType, StructField, StructType
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
 from lakehouse_assets.lib.declare.parsing import CORRUPT_RECORD
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults, storage
 from lakehouse_assets.lib.engine.delta_sql import sql_type
+from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.settings import LakehousePaths, current
 
 Log = Callable[[str], None]
 
@@ -83,13 +84,39 @@ def _files(spark: SparkSession, files: list[str], file_format: str) -> DataFrame
 
 def _merged_avro_schema(spark: SparkSession, files: list[str]) -> StructType:
     """The union of the files' writer schemas, in order of first appearance: Spark reads a set
-    of Avro files with one file's schema (it has no ``mergeSchema``), so each file is asked."""
-    merged = StructType()
+    of Avro files with one file's schema (it has no ``mergeSchema``), so each file is asked. A
+    field typed differently in two files takes the wider numeric type Spark's reader widens to,
+    else the run stops naming both files."""
+    merged: dict[str, tuple[StructField, str]] = {}  # lower-case name -> (field, first file)
     for file in files:
-        for field in spark.read.format("avro").load(file).schema.fields:
-            if field.name.lower() not in {name.lower() for name in merged.fieldNames()}:
-                merged.add(field.name, field.dataType, nullable=True)
-    return merged
+        try:
+            fields = spark.read.format("avro").load(file).schema.fields
+        except Exception as error:
+            if engine_lost(error, current().spark_remote):
+                raise
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+            raise LakehouseError(f"{file} is not a readable Avro file ({reason}): remove or replace it") from error
+        for found in fields:
+            known = merged.get(found.name.lower())
+            if known is None:
+                merged[found.name.lower()] = (StructField(found.name, found.dataType, True), file)
+            elif known[0].dataType != found.dataType:
+                wider = _WIDER.get(frozenset((known[0].dataType.simpleString(), found.dataType.simpleString())))
+                if wider is None:
+                    raise LakehouseError(
+                        f"{file} has field {found.name} {found.dataType.simpleString()} where {known[1]} has "
+                        f"{known[0].dataType.simpleString()}: the Avro files of one input must agree on its type"
+                    )
+                merged[found.name.lower()] = (StructField(known[0].name, wider, True), known[1])
+    return StructType([field for field, _ in merged.values()])
+
+
+# Type pairs Spark's Avro reader widens (an int field read as long or double, a float as double).
+_WIDER: dict[frozenset[str], DataType] = {
+    frozenset(("int", "bigint")): LongType(),
+    frozenset(("int", "double")): DoubleType(),
+    frozenset(("float", "double")): DoubleType(),
+}
 
 
 def infer_columns(spark: SparkSession, files: list[str], file_format: str = "json") -> dict[str, str]:

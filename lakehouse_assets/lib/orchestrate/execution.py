@@ -82,7 +82,8 @@ def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
     except Exception as error:
         if engine_lost(error, current().spark_remote):
             raise  # not the check's failure: the run's
-        outcome = CheckOutcome(False, {"error": f"check could not run: {str(error).splitlines()[0][:500]}"})
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        outcome = CheckOutcome(False, {"error": f"check could not run: {first_line[:500]}"})
     return CheckOutcome(outcome.passed, {**outcome.metadata, "duration_s": round(time.monotonic() - started, 3)})
 
 

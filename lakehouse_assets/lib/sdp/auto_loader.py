@@ -93,7 +93,7 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
         declared.schema_hints,
         declared.schema_evolution,
         path=read.paths[0],
-        infer_column_types=infer_types,
+        infer_column_types=infer_types or file_format != "json",  # Databricks: JSON and CSV only
     )
 
 

@@ -28,9 +28,10 @@ from lakehouse_assets.lib.declare.cdc import snapshot_cdc
 from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed
+from lakehouse_assets.lib.declare.quarantine import Quarantine
 from lakehouse_assets.lib.declare.registry import refuse_cycles
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, TableSink, recompute
-from lakehouse_assets.lib.declare.table import Quarantine, TableSpec
+from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink

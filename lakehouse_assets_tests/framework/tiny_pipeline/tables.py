@@ -32,6 +32,13 @@ def meters_lowercase(rows: DataFrame) -> CheckOutcome:
     return CheckOutcome(shouting == 0, {"meters_not_lowercase": shouting})
 
 
+def no_negative_reading(rows: DataFrame) -> bool:
+    """The same promise as ``kwh_not_negative``, written as a bare assert: a failed assert fails
+    the check (it does not crash the step)."""
+    assert rows.where("kwh < 0").isEmpty()  # noqa: S101 - the point of this check
+    return True
+
+
 @streaming_table(
     group="raw",
     inputs={"lines": landing("readings", glob="*.jsonl")},
@@ -41,6 +48,7 @@ def meters_lowercase(rows: DataFrame) -> CheckOutcome:
     checks=[
         rows_satisfy("kwh_not_negative", "kwh >= 0", severity="WARN"),
         custom_check("meters_lowercase", meters_lowercase, description="Meter names are lower case.", severity="WARN"),
+        custom_check("asserts_no_negative", no_negative_reading, description="No negative kWh.", severity="WARN"),
     ],
 )
 def readings(lines: DataFrame) -> DataFrame:
