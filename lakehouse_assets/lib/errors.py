@@ -4,6 +4,11 @@ the user (what, where, and the fix). Catch the root to catch everything the fram
 from __future__ import annotations
 
 
+def first_line(error: BaseException) -> str:
+    """An error's first line for a one-sentence message (its type's name when it says nothing)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 class LakehouseError(Exception):
     """A failure with a message meant for the user (table name, cause, fix)."""
 

@@ -27,7 +27,7 @@ from lakehouse_assets.lib.engine import faults, storage
 from lakehouse_assets.lib.engine.delta_sql import sql_type
 from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
-from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.errors import LakehouseError, first_line
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 Log = Callable[[str], None]
@@ -94,7 +94,7 @@ def _merged_avro_schema(spark: SparkSession, files: list[str]) -> StructType:
         except Exception as error:
             if engine_lost(error, current().spark_remote):
                 raise
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+            reason = first_line(error)[:300]
             raise LakehouseError(f"{file} is not a readable Avro file ({reason}): remove or replace it") from error
         for found in fields:
             known = merged.get(found.name.lower())

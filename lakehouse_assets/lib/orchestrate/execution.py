@@ -26,7 +26,7 @@ from lakehouse_assets.lib.engine.check_rules import evaluate
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError
+from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, first_line
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
@@ -82,8 +82,7 @@ def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
     except Exception as error:
         if engine_lost(error, current().spark_remote):
             raise  # not the check's failure: the run's
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        outcome = CheckOutcome(False, {"error": f"check could not run: {first_line[:500]}"})
+        outcome = CheckOutcome(False, {"error": f"check could not run: {first_line(error)[:500]}"})
     return CheckOutcome(outcome.passed, {**outcome.metadata, "duration_s": round(time.monotonic() - started, 3)})
 
 
@@ -134,7 +133,7 @@ def _name_new_tables(
         except Exception as error:
             if engine_lost(error, current().spark_remote):
                 raise
-            warn(f"{name}: not registered in the catalog: {str(error).splitlines()[0][:300]}")
+            warn(f"{name}: not registered in the catalog: {first_line(error)[:300]}")
 
 
 def retrying(

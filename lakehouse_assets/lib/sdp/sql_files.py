@@ -28,7 +28,7 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from sqlglot import exp
 
 from lakehouse_assets.lib.declare.expectations import Expectation
-from lakehouse_assets.lib.errors import DeclarationError
+from lakehouse_assets.lib.errors import DeclarationError, first_line
 from lakehouse_assets.lib.sdp.api import expect_each
 from lakehouse_assets.lib.sdp.graph import PipelineGraph
 from lakehouse_assets.lib.sdp.spark_proxy import SPARK, configured
@@ -175,7 +175,7 @@ def datasets_read(query: str, place: str) -> dict[str, bool]:
     try:
         tree = sqlglot.parse_one(query, read="databricks")
     except sqlglot.errors.ParseError as error:
-        raise DeclarationError(f"{place}: the query does not parse: {str(error).splitlines()[0]}") from None
+        raise DeclarationError(f"{place}: the query does not parse: {first_line(error)}") from None
     own = {cte.alias for cte in tree.find_all(exp.CTE)}
     reads: dict[str, bool] = {}
     for table in tree.find_all(exp.Table):

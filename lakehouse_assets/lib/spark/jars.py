@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyspark
 
+from lakehouse_assets.lib.errors import first_line
 from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
 
 DELTA_VERSION = "4.4.0"
@@ -142,10 +143,9 @@ def main() -> int:
         with _output_to(log):
             kept = resolve()
     except Exception as error:  # noqa: BLE001 - turn a JVM/Ivy failure into one sentence
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(
             "Setup failed: could not download Delta Lake's, Kafka's, Avro's and S3's jars from Maven Central "
-            f"({first_line}; resolver output in {log}). Check the network or proxy (or set "
+            f"({first_line(error)}; resolver output in {log}). Check the network or proxy (or set "
             "LAKEHOUSE_JAR_CACHE to a folder holding them) and run `make setup` again.",
             file=sys.stderr,
         )

@@ -17,7 +17,7 @@ from dagster_pyspark import LazyPySparkResource
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.lib.errors import DeclarationError
+from lakehouse_assets.lib.errors import DeclarationError, first_line
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
@@ -153,9 +153,8 @@ def session_settings(spark: SparkSession, settings: Mapping[str, str], owner: st
             try:
                 spark.conf.set(key, value)
             except PySparkException as error:
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                 raise DeclarationError(
-                    f"{owner}: spark_conf {key}={value} cannot be set for one flow: {reason}"
+                    f"{owner}: spark_conf {key}={value} cannot be set for one flow: {first_line(error)}"
                 ) from None
         yield
     finally:
