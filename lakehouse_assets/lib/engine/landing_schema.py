@@ -119,18 +119,16 @@ _WIDER: dict[frozenset[str], DataType] = {
 }
 
 
-def infer_columns(spark: SparkSession, files: list[str], file_format: str = "json") -> dict[str, str]:
-    """The columns Spark finds in ``files`` (JSON inference, Parquet's merged footers, the union
-    of Avro writer schemas): name -> type, in order."""
-    frame = _files(spark, files, file_format)
+def infer_columns(frame: DataFrame) -> dict[str, str]:
+    """The columns Spark found in the files of ``frame`` (JSON inference, Parquet's merged
+    footers, the union of Avro writer schemas): name -> type, in order."""
     return {f.name: sql_type(f.dataType) for f in frame.schema.fields if f.name != CORRUPT_RECORD}
 
 
-def first_files(spark: SparkSession, files: list[str], columns: list[str], file_format: str = "json") -> dict[str, str]:
-    """For each of ``columns``, the first of ``files`` (by path) holding a value of it."""
-    if not columns:
+def first_files(frame: DataFrame | None, files: list[str], columns: list[str]) -> dict[str, str]:
+    """For each of ``columns``, the first of ``files`` (``frame`` reads them) holding a value of it."""
+    if frame is None or not columns:
         return {}
-    frame = _files(spark, files, file_format)
     path = F.col("_metadata.file_path")
     found = frame.select(
         *[F.min(F.when(F.col(f"`{c}`").isNotNull(), path)).alias(f"c{i}") for i, c in enumerate(columns)]
@@ -178,7 +176,8 @@ def evolve_schema(
         examined = _examined(folder)
         files = [n for n in _landed_files(paths, source) if n not in examined]
         landed = [f"{landing_folder(paths, source)}/{n}" for n in files]
-        found = infer_columns(spark, landed, source.format) if files else {}
+        frame = _files(spark, landed, source.format) if files else None  # read once: inference is a job
+        found = infer_columns(frame) if frame is not None else {}
         if not source.infer_column_types:
             found = {c: t if t.startswith(("struct<", "array<")) else "string" for c, t in found.items()}
         inferred = {c: hints.get(c, t) for c, t in found.items()}
@@ -189,10 +188,10 @@ def evolve_schema(
                     f"{table.name}: {where} holds no field to infer a schema from; "
                     "land a file or give landing(..., schema=...)"
                 )
-            record(known, {}, first_files(spark, landed, list(inferred), source.format) if files else {})
+            record(known, {}, first_files(frame, landed, list(inferred)))
             changes.append(f"inferred the schema of {where}: " + ", ".join(f"{c} {t}" for c, t in known.items()))
         new = _new(inferred, known)
-        found_in = first_files(spark, landed, list(new), source.format)
+        found_in = first_files(frame, landed, list(new))
         if new and source.evolution == "failOnNewColumns":
             raise LakehouseError(
                 f"{table.name}: {', '.join(sorted({found_in[c] for c in new}))} in {where} "
