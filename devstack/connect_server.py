@@ -59,7 +59,7 @@ class ConnectServer:
         secrets_file = Path(self._private.name) / "secrets.properties"
         try:
             command = connect_server_command(self.port, self.master, self.conf, secrets_file)
-            self.process = start_process(command, env=connect_server_env(), cwd=REPO_ROOT, log=self.log)
+            self.process = start_process(command, env=connect_server_env(self.master), cwd=REPO_ROOT, log=self.log)
             wait_until_serving(
                 self.port, self.process, timeout=timeout, what="the Spark Connect server", host=current().spark_local_ip
             )

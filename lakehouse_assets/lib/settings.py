@@ -41,6 +41,9 @@ class Settings:
     """``LAKEHOUSE_JAR_CACHE``: folder of Delta's jars (default: the per-user cache)."""
     class_archive: bool = True
     """``LAKEHOUSE_CLASS_ARCHIVE``: ``0`` starts local drivers without the class archive."""
+    warm_workers: bool = True
+    """``LAKEHOUSE_WARM_WORKERS``: ``0`` starts an engine's streaming Python workers cold
+    (see :mod:`lakehouse_assets.lib.spark.warm_workers`)."""
     class_archive_dump: str = ""
     """``LAKEHOUSE_CLASS_ARCHIVE_DUMP``: write a class archive to this path when the driver exits."""
     spark_remote: str = ""
@@ -114,6 +117,7 @@ ENV_NAMES: dict[str, str] = {
     "jar_cache": "LAKEHOUSE_JAR_CACHE",
     "class_archive": "LAKEHOUSE_CLASS_ARCHIVE",
     "class_archive_dump": "LAKEHOUSE_CLASS_ARCHIVE_DUMP",
+    "warm_workers": "LAKEHOUSE_WARM_WORKERS",
     "spark_remote": "SPARK_REMOTE",
     "engine_port": "LAKEHOUSE_ENGINE_PORT",
     "sensor_interval_s": "LAKEHOUSE_SENSOR_INTERVAL_SECONDS",

@@ -159,3 +159,47 @@ def _kill_when_batch_runs(engine: ConnectServer, log: Path, restart_after: float
     if restart_after is not None:
         time.sleep(restart_after)
         engine.start()
+
+
+FORKED_QUERIES = """
+import os, sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+source, out = sys.argv[2], sys.argv[3]
+
+def record(batch, batch_id):
+    parent = os.getppid()
+    with open(f"/proc/{parent}/cmdline", "rb") as f:
+        command = f.read().replace(b"\\0", b" ").decode()
+    rows = sorted(r.value for r in batch.collect())
+    with open(out, "a") as f:
+        f.write(f"{os.getpid()}\\t{parent}\\t{command}\\t{','.join(rows)}\\n")
+
+for i in range(3):
+    (spark.readStream.format("text").load(source).writeStream.trigger(availableNow=True)
+     .option("checkpointLocation", f"{out}.checkpoint-{i}").foreachBatch(record).start().awaitTermination())
+"""
+
+
+@pytest.mark.slow
+def test_streaming_workers_are_forked_warm_and_see_their_own_batches(tmp_path: Path, engine: ConnectServer) -> None:
+    """The engine's foreachBatch workers, after the first, are forked from its warm process
+    (lakehouse_assets.lib.spark.warm_workers): each runs its own query's rows, in a process of
+    its own, and the warm process lives in the engine's process group."""
+    source, out = tmp_path / "source", tmp_path / "seen.tsv"
+    source.mkdir()
+    (source / "a.txt").write_text("x\ny\n")
+    (source / "b.txt").write_text("z\n")
+    script = tmp_path / "queries.py"
+    script.write_text(FORKED_QUERIES)
+    run = subprocess.run([sys.executable, str(script), engine.url, str(source), str(out)],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = [line.split("\t") for line in out.read_text().splitlines()]
+    assert [rows for *_, rows in seen] == ["x,y,z"] * 3  # every query read every row, once
+    assert len({pid for pid, *_ in seen}) == 3, seen  # a worker per query
+    warm = [(int(parent), command) for _, parent, command, _ in seen if "lib.spark.warm_workers" in command]
+    assert len(warm) >= 2, f"fewer than two of three workers were forked warm: {seen}"
+    assert engine.process is not None
+    assert all(os.getpgid(parent) == os.getpgid(engine.process.pid) for parent, _ in warm)

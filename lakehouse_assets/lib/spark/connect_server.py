@@ -16,6 +16,7 @@ from pathlib import Path
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark.object_store import SECRET_KEYS
 from lakehouse_assets.lib.spark.session import spark_conf
+from lakehouse_assets.lib.spark.warm_workers import launcher_path
 
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -51,15 +52,20 @@ def connect_server_command(
     return command
 
 
-def connect_server_env() -> dict[str, str]:
+def connect_server_env(master: str | None = None) -> dict[str, str]:
     """The server's environment: its Python workers (``foreachBatch`` handlers, UDFs) run this
-    virtualenv's Python and import this checkout, like the clients."""
+    virtualenv's Python and import this checkout, like the clients; with a local master, through
+    the warm-worker launcher (:mod:`lakehouse_assets.lib.spark.warm_workers`)."""
+    settings = current()
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
     python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    local = (master or settings.spark_master).startswith("local")
     env |= {
-        "PYSPARK_PYTHON": sys.executable,
+        # Spark Connect starts its workers with PYSPARK_PYTHON; executors on other hosts would
+        # not find the launcher, so a cluster's server starts them cold.
+        "PYSPARK_PYTHON": launcher_path() if settings.warm_workers and local else sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(python_path),
-        "SPARK_LOCAL_IP": current().spark_local_ip,
+        "SPARK_LOCAL_IP": settings.spark_local_ip,
     }
     return env
