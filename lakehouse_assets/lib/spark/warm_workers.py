@@ -31,6 +31,9 @@ import threading
 import traceback
 from pathlib import Path
 
+from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.settings import user_cache
+
 STREAMING_WORKERS = (
     "pyspark.sql.connect.streaming.worker.foreach_batch_worker",
     "pyspark.sql.connect.streaming.worker.listener_worker",
@@ -71,14 +74,22 @@ os.execv(PYTHON, [PYTHON, *args])
 
 
 def sockets_dir() -> Path:
-    return Path(tempfile.gettempdir()) / f"lakehouse-warm-workers-{os.getuid()}"
+    """The warm processes' sockets: short paths (a Unix socket's is at most 107 bytes), this user's only."""
+    folder = Path(tempfile.gettempdir()) / f"lakehouse-warm-workers-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.stat().st_uid != os.getuid() or folder.stat().st_mode & 0o077:
+        raise LakehouseError(
+            f"{folder} belongs to another user or is open to others; remove it and start the engine again"
+        )
+    return folder
 
 
 def launcher_path() -> str:
-    """The launcher for this interpreter (written once; the engine's ``spark.pyspark.python``)."""
-    folder = sockets_dir()
-    folder.mkdir(mode=0o700, exist_ok=True)
-    text = _LAUNCHER.format(python=sys.executable, modules=STREAMING_WORKERS, sockets=str(folder))
+    """The launcher for this interpreter, the engine's ``PYSPARK_PYTHON``: written once into the
+    per-user cache (not the temporary folder, which cleaners may empty under a running engine)."""
+    text = _LAUNCHER.format(python=sys.executable, modules=STREAMING_WORKERS, sockets=str(sockets_dir()))
+    folder = user_cache() / "warm-workers"
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"python-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
     if not path.exists():
         partial = path.with_suffix(f".{os.getpid()}")
@@ -112,12 +123,15 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data), fds
 
 
-def _run_worker(conn: socket.socket, request: dict, fds: list[int]) -> None:
+def _run_worker(conn: socket.socket, request: dict, fds: list[int], held: list[int]) -> None:
     """In the forked child: become the worker the launcher was asked for, then report its status."""
+    for fd in held:  # the warm process's listener and lock are not the worker's
+        os.close(fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
-        os.close(fd)
+        if fd > 2:
+            os.close(fd)
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
@@ -175,8 +189,7 @@ def serve(path: str, engine_pid: int) -> None:
             conn.settimeout(None)
             request, fds = _receive(conn)
             if os.fork() == 0:
-                listener.close()
-                _run_worker(conn, request, fds)
+                _run_worker(conn, request, fds, [listener.fileno(), lock.fileno()])
             for fd in fds:
                 os.close(fd)
             conn.close()
