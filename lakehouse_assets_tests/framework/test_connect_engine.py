@@ -19,6 +19,7 @@ import pytest
 
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
+from lakehouse_assets.lib.engine import batch as preloaded_module
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files, table_history
 from lakehouse_assets_tests.support.crash import materialize_in_child
@@ -203,3 +204,14 @@ def test_streaming_workers_are_forked_warm_and_see_their_own_batches(tmp_path: P
     assert len(warm) >= 2, f"fewer than two of three workers were forked warm: {seen}"
     assert engine.process is not None
     assert all(os.getpgid(parent) == os.getpgid(engine.process.pid) for parent, _ in warm)
+
+    # An edited framework module: the warm process steps aside and a new one serves the next workers.
+    os.utime(preloaded_module.__file__)
+    out = tmp_path / "seen-again.tsv"  # new checkpoints too
+    again = subprocess.run([sys.executable, str(script), engine.url, str(source), str(out)],
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    seen = [line.split("\t") for line in out.read_text().splitlines()]
+    assert [rows for *_, rows in seen] == ["x,y,z"] * 3
+    successors = {int(parent) for _, parent, command, _ in seen if "lib.spark.warm_workers" in command}
+    assert successors and not successors & {parent for parent, _ in warm}, (warm, seen)

@@ -18,6 +18,7 @@ imported changed on disk. ``LAKEHOUSE_WARM_WORKERS=0`` turns it off.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -66,9 +67,9 @@ if len(args) == 2 and args[0] == "-m" and args[1] in MODULES and os.environ.get(
         status = None
     if status:
         sys.exit(int.from_bytes(status, "big", signed=True))
-    if status is None:  # no warm process for this engine yet: start one beside this worker
-        subprocess.Popen([PYTHON, "-m", "lakehouse_assets.lib.spark.warm_workers", path, str(engine)],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # No warm process for this engine yet, or it stepped aside: start one beside this worker.
+    subprocess.Popen([PYTHON, "-m", "lakehouse_assets.lib.spark.warm_workers", path, str(engine)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 os.execv(PYTHON, [PYTHON, *args])
 """
 
@@ -175,6 +176,7 @@ def serve(path: str, engine_pid: int) -> None:
     partial = f"{path}.{os.getpid()}"
     listener.bind(partial)
     os.replace(partial, path)
+    bound = os.stat(path).st_ino
     listener.listen(16)
     listener.settimeout(1.0)
     try:
@@ -184,18 +186,29 @@ def serve(path: str, engine_pid: int) -> None:
             except TimeoutError:
                 continue
             if _changed(files):
-                conn.close()  # the launcher starts this worker the cold way, and a new warm process
+                # Free the socket and the lock first: the launcher, told by the closed connection,
+                # starts this worker cold and a successor that takes both at once.
+                with contextlib.suppress(OSError):
+                    if os.stat(path).st_ino == bound:
+                        os.unlink(path)
+                fcntl.flock(lock, fcntl.LOCK_UN)
+                conn.close()
                 return
             conn.settimeout(None)
-            request, fds = _receive(conn)
+            try:
+                request, fds = _receive(conn)
+            except (OSError, ValueError):  # a launcher that left mid-request starts its worker cold
+                conn.close()
+                continue
             if os.fork() == 0:
                 _run_worker(conn, request, fds, [listener.fileno(), lock.fileno()])
             for fd in fds:
                 os.close(fd)
             conn.close()
     finally:
-        if os.path.exists(path) and os.stat(path).st_ino == os.fstat(listener.fileno()).st_ino:
-            os.unlink(path)
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == bound:  # still this process's socket, not a successor's
+                os.unlink(path)
         listener.close()
 
 
