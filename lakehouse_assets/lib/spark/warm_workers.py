@@ -5,8 +5,8 @@ process (``python -m pyspark.sql.connect.streaming.worker.foreach_batch_worker``
 PySpark, pandas and pyarrow before it connects back: ~1.3 s of a warm engine's ~1.6 s for a
 small query on 2 cores, paid by every table of every run, and the part that misses the engine's
 connect-back deadline on a busy machine. Spark forks its UDF workers from a warm daemon
-(``pyspark.daemon``) but never its streaming workers, so the engine's ``spark.pyspark.python``
-is a launcher (:func:`launcher_path`) that hands a streaming worker's start to a warm process
+(``pyspark.daemon``) but never its streaming workers, so the engine's ``PYSPARK_PYTHON`` (what
+Spark Connect starts its workers with) is a launcher (:func:`launcher_path`) that hands a streaming worker's start to a warm process
 (:func:`serve`) which forks it with those modules already imported. Any other Python the engine
 starts (the UDF daemon, plain scripts) runs the real interpreter, unchanged.
 
@@ -50,7 +50,7 @@ PRELOAD = (
 )
 
 _LAUNCHER = """#!{python} -S
-# Written by lakehouse_assets.lib.spark.warm_workers: the engine's spark.pyspark.python.
+# Written by lakehouse_assets.lib.spark.warm_workers: the engine's PYSPARK_PYTHON.
 import json, os, socket, subprocess, sys
 PYTHON, MODULES, SOCKETS = {python!r}, {modules!r}, {sockets!r}
 args = sys.argv[1:]
@@ -188,9 +188,7 @@ def serve(path: str, engine_pid: int) -> None:
             if _changed(files):
                 # Free the socket and the lock first: the launcher, told by the closed connection,
                 # starts this worker cold and a successor that takes both at once.
-                with contextlib.suppress(OSError):
-                    if os.stat(path).st_ino == bound:
-                        os.unlink(path)
+                _unlink_own(path, bound)
                 fcntl.flock(lock, fcntl.LOCK_UN)
                 conn.close()
                 return
@@ -206,10 +204,15 @@ def serve(path: str, engine_pid: int) -> None:
                 os.close(fd)
             conn.close()
     finally:
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_ino == bound:  # still this process's socket, not a successor's
-                os.unlink(path)
+        _unlink_own(path, bound)
         listener.close()
+
+
+def _unlink_own(path: str, bound: int) -> None:
+    """Remove the socket at ``path`` while it is still the one this process bound, not a successor's."""
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_ino == bound:
+            os.unlink(path)
 
 
 def _alive(pid: int) -> bool:
