@@ -44,6 +44,9 @@ class Settings:
     warm_workers: bool = True
     """``LAKEHOUSE_WARM_WORKERS``: ``0`` starts an engine's streaming Python workers cold
     (see :mod:`lakehouse_assets.lib.spark.warm_workers`)."""
+    warm_runs: bool = True
+    """``LAKEHOUSE_WARM_RUNS``: ``0`` starts every run that :class:`WarmRunLauncher` launches as a
+    new process (see :mod:`lakehouse_assets.lib.orchestrate.warm_runs`)."""
     class_archive_dump: str = ""
     """``LAKEHOUSE_CLASS_ARCHIVE_DUMP``: write a class archive to this path when the driver exits."""
     spark_remote: str = ""
@@ -118,6 +121,7 @@ ENV_NAMES: dict[str, str] = {
     "class_archive": "LAKEHOUSE_CLASS_ARCHIVE",
     "class_archive_dump": "LAKEHOUSE_CLASS_ARCHIVE_DUMP",
     "warm_workers": "LAKEHOUSE_WARM_WORKERS",
+    "warm_runs": "LAKEHOUSE_WARM_RUNS",
     "spark_remote": "SPARK_REMOTE",
     "engine_port": "LAKEHOUSE_ENGINE_PORT",
     "sensor_interval_s": "LAKEHOUSE_SENSOR_INTERVAL_SECONDS",
