@@ -71,7 +71,7 @@ def test_runs_fork_from_one_warm_process_and_crashes_and_cancels_are_reported(tm
             finished = poll_for_finished_run(instance, run.run_id, timeout=120)
             assert finished.status == dg.DagsterRunStatus.SUCCESS, _engine_messages(instance, run.run_id)
             pid, _, warm_pid = _process_of(report)
-            assert finished.tags[PID_TAG] == str(pid)
+            assert finished.tags[PID_TAG].split(":")[1] == str(pid)
             assert any(
                 "forked from the code location's warm process" in m for m in _engine_messages(instance, run.run_id)
             )
@@ -111,3 +111,21 @@ def test_runs_fork_from_one_warm_process_and_crashes_and_cancels_are_reported(tm
             not Path(f"/proc/{warm_pid}").exists()
             or b"run_forker" not in Path(f"/proc/{warm_pid}/cmdline").read_bytes()
         )
+
+
+def test_with_warm_runs_off_each_run_is_a_new_process_and_a_killed_one_fails(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LAKEHOUSE_WARM_RUNS", "0")
+    origin = LoadableTargetOrigin(
+        executable_path=sys.executable, module_name=launched_jobs.__name__, working_directory=str(REPO)
+    )
+    with instance_for_test(overrides=LAUNCHER) as instance, in_process_test_workspace(instance, origin) as workspace:
+        run = _launch(instance, workspace, tmp_path / "cold.txt")
+        assert poll_for_finished_run(instance, run.run_id, timeout=120).status == dg.DagsterRunStatus.SUCCESS
+        assert any("started as a new process" in m for m in _engine_messages(instance, run.run_id))
+        _, parent, _ = _process_of(tmp_path / "cold.txt")
+        assert parent == os.getpid()  # started by the launcher itself, no warm process between
+
+        run = _launch(instance, workspace, tmp_path / "cold-killed.txt", sleep_s=60)
+        pid, _, _ = _process_of(tmp_path / "cold-killed.txt")
+        os.kill(pid, signal.SIGKILL)
+        assert poll_for_finished_run(instance, run.run_id, timeout=60).status == dg.DagsterRunStatus.FAILURE

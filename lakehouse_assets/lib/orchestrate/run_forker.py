@@ -1,13 +1,14 @@
 """The warm process behind :class:`~lakehouse_assets.lib.orchestrate.warm_runs.WarmRunLauncher`.
 
-``python -m lakehouse_assets.lib.orchestrate.run_forker <module>`` imports Dagster, its run
-worker, the Spark Connect client and the code location's module once, then reads one request per
-line on its stdin (the arguments of ``dagster api execute_run``, the environment and the folder
-to run it in) and answers each on its stdout with the pid of a run process forked for it, or
-with ``stale`` when a module it imported from outside the installed packages (the project's own
-code) or that module's folder changed on disk since: its launcher then starts a new one. It
-ends at the end of its stdin, that is when the launcher's process ends. It starts no thread, so
-forking it is safe.
+``python -m lakehouse_assets.lib.orchestrate.run_forker <module> <answer fd>`` imports Dagster,
+its run worker, the Spark Connect client and the code location's module once and says ``ready``
+on the answer file descriptor (not stdout, which the runs' output shares). It then reads one
+request per line on its stdin (the arguments of ``dagster api execute_run``, the environment and
+the folder to run it in) and answers each with the pid of a run process forked for it, or with
+``stale``, forking nothing, when a module it imported from outside the installed packages (the
+project's own code) or that module's folder changed on disk since: its launcher then starts a
+new one. It ends at the end of its stdin, that is when the launcher's process ends. It starts no
+thread, so forking it is safe.
 
 Each run gets a supervisor forked from this process, which forks the run's process and waits
 for it. A run whose process died before the run finished (killed, out of memory) is reported
@@ -30,9 +31,10 @@ PRELOAD = ("dagster", "dagster._cli", "dagster._cli.api", "dagster._core.executi
 
 
 def report_crash(execute_run_args: str, exit_code: int) -> None:
-    """Fail the run of ``dagster api execute_run``'s serialized arguments if its process ended
-    (with ``exit_code``) before the run did."""
+    """End the run of ``dagster api execute_run``'s serialized arguments if its process ended
+    (with ``exit_code``) before the run did: failed, or cancelled if it was being cancelled."""
     from dagster._core.instance import DagsterInstance
+    from dagster._core.storage.dagster_run import DagsterRunStatus
     from dagster._grpc.types import ExecuteRunArgs
     from dagster._serdes import deserialize_value
     from dagster._utils import get_run_crash_explanation
@@ -44,7 +46,10 @@ def report_crash(execute_run_args: str, exit_code: int) -> None:
             return
         message = get_run_crash_explanation(prefix=f"Run execution process for {run.run_id}", exit_code=exit_code)
         instance.report_engine_event(message, run)
-        instance.report_run_failed(run)
+        if run.status == DagsterRunStatus.CANCELING:
+            instance.report_run_canceled(run)
+        else:
+            instance.report_run_failed(run)
 
 
 def _watched() -> dict[str, int]:
@@ -76,14 +81,17 @@ def _work(request: dict[str, Any]) -> None:
     """The run's process: ``dagster api execute_run`` as ``python -m dagster`` would run it."""
     code = 1
     try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # Dagster's cancellation
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = ["dagster", *request["args"]]
         from dagster._cli import main
+        from dagster._utils.interrupts import capture_interrupts
 
-        main()
+        # An interrupt (a cancellation) before the run worker listens for one is kept for it.
+        with capture_interrupts():
+            main()
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
@@ -96,13 +104,14 @@ def _work(request: dict[str, Any]) -> None:
         os._exit(code)
 
 
-def _supervise(request: dict[str, Any], pid_pipe: int) -> None:
-    """Fork the run's process, send its pid, wait for it; fail the run if it died first."""
+def _supervise(request: dict[str, Any], pid_pipe: int, answers: int) -> None:
+    """Fork the run's process, send its pid, wait for it; end the run if it died first (the
+    run worker exits 0 even when it could not record the run's end)."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # not the launcher's requests ...
-        os.dup2(2, 1)  # ... nor its answers: the run's output goes where this process's errors go
+        os.close(answers)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # not the launcher's requests
         worker = os.fork()
         if worker == 0:
             os.close(pid_pipe)
@@ -110,26 +119,29 @@ def _supervise(request: dict[str, Any], pid_pipe: int) -> None:
         os.write(pid_pipe, str(worker).encode())
         os.close(pid_pipe)
         exit_code = os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1])
-        if exit_code != 0:
-            report_crash(request["args"][-1], exit_code)
+        report_crash(request["args"][-1], exit_code)
     except BaseException:  # noqa: BLE001 - a forked process must end in os._exit, never unwind
         traceback.print_exc()
     finally:
         os._exit(0)
 
 
-def _fork(request: dict[str, Any]) -> int:
+def _fork(request: dict[str, Any], answers: int) -> int:
     """The pid of a run process forked for ``request`` (0: it could not be forked)."""
     read_end, write_end = os.pipe()
     if os.fork() == 0:
         os.close(read_end)
-        _supervise(request, write_end)
+        _supervise(request, write_end, answers)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as answer:
         return int(answer.read() or 0)
 
 
-def serve(module: str) -> None:
+def _answer(answers: int, answer: dict[str, Any]) -> None:
+    os.write(answers, json.dumps(answer).encode() + b"\n")
+
+
+def serve(module: str, answers: int) -> None:
     for name in (*PRELOAD, *([module] if module else [])):
         # What fails to import here fails again in the run's own process, which reports why.
         with contextlib.suppress(Exception):
@@ -137,14 +149,13 @@ def serve(module: str) -> None:
     watched = _watched()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the supervisors
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the end of stdin ends this process
+    _answer(answers, {"ready": True})
     while line := sys.stdin.buffer.readline():
-        request = json.loads(line)
-        answer = {"stale": True} if _changed(watched) else {"pid": _fork(request)}
-        sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
-        sys.stdout.buffer.flush()
-        if "stale" in answer:
+        if _changed(watched):
+            _answer(answers, {"stale": True})
             return
+        _answer(answers, {"pid": _fork(json.loads(line), answers)})
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1] if len(sys.argv) > 1 else "")
+    serve(sys.argv[1], int(sys.argv[2]))

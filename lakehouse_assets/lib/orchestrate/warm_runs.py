@@ -21,15 +21,19 @@ starts every run that way. Set it in ``dagster.yaml``::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, cast
 
 from dagster import _check as check
@@ -41,34 +45,67 @@ from dagster._serdes import ConfigurableClass, ConfigurableClassData
 from lakehouse_assets.lib.orchestrate.run_forker import report_crash
 from lakehouse_assets.lib.settings import current
 
-PID_TAG = "lakehouse/run_pid"
-# The first run waits for the warm process's imports; a busy machine may take this long.
-ANSWER_TIMEOUT_S = 120.0
+PID_TAG = "lakehouse/run_process"
+# The warm process's imports, once; a busy machine may take this long.
+READY_TIMEOUT_S = 120.0
+# A fork once it is ready: milliseconds. No answer in this time is a broken warm process.
+ANSWER_TIMEOUT_S = 30.0
+log = logging.getLogger(__name__)
 
 
-@dataclass
 class _WarmProcess:
-    process: subprocess.Popen[bytes]
+    """The launcher's end of a :mod:`~lakehouse_assets.lib.orchestrate.run_forker` process:
+    requests on its stdin, answers on a pipe of their own (its stdout is the runs')."""
 
-    @classmethod
-    def start(cls, python: str, module: str, cwd: str) -> _WarmProcess:
-        command = [python, "-m", "lakehouse_assets.lib.orchestrate.run_forker", module]
-        return cls(subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    def __init__(self, python: str, module: str, cwd: str) -> None:
+        self._answers, answers_w = os.pipe()
+        command = [python, "-m", "lakehouse_assets.lib.orchestrate.run_forker", module, str(answers_w)]
+        try:
+            self.process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, pass_fds=(answers_w,))
+        finally:
+            os.close(answers_w)
+        self._pending = b""
+
+    def _read_answer(self, timeout_s: float) -> dict[str, Any] | None:
+        poller = select.poll()
+        poller.register(self._answers, select.POLLIN)
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._pending:
+            if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                return None
+            chunk = os.read(self._answers, 4096)
+            if not chunk:
+                return None
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def ready(self) -> bool:
+        """Whether it finished its imports in time (if not it is killed: it read no request)."""
+        if (self._read_answer(READY_TIMEOUT_S) or {}).get("ready"):
+            return True
+        self.close()
+        return False
 
     def fork(self, args: Sequence[str], cwd: str, env: Mapping[str, str]) -> int | None:
-        """The pid of the run process it forked (None: it cannot serve; start another)."""
-        stdin, stdout = cast(IO[bytes], self.process.stdin), cast(IO[bytes], self.process.stdout)
+        """The pid of the run process it forked; None when it stepped aside without forking.
+
+        :raises RuntimeError: it took the request but gave no pid; the run may have started,
+            so it is not started again elsewhere.
+        """
+        request = json.dumps({"args": list(args), "cwd": cwd, "env": dict(env)}).encode() + b"\n"
         try:
-            stdin.write(json.dumps({"args": list(args), "cwd": cwd, "env": dict(env)}).encode() + b"\n")
-            stdin.flush()
-            ready, _, _ = select.select([stdout], [], [], ANSWER_TIMEOUT_S)
-            if not ready:
-                self.process.kill()  # so it cannot fork this run after the launcher started it cold
-                return None
-            answer = json.loads(stdout.readline() or b"{}")
-        except (OSError, ValueError):
+            cast(IO[bytes], self.process.stdin).write(request)
+            cast(IO[bytes], self.process.stdin).flush()
+        except OSError:
+            return None  # it had ended: it read nothing
+        answer = self._read_answer(ANSWER_TIMEOUT_S)
+        if answer is not None and answer.get("stale"):
             return None
-        return int(answer.get("pid") or 0) or None
+        if answer is None or not answer.get("pid"):
+            self.close()
+            raise RuntimeError("the warm run process took the run but gave no process id; see its output")
+        return int(answer["pid"])
 
     def close(self) -> None:
         try:
@@ -76,11 +113,24 @@ class _WarmProcess:
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
+        with contextlib.suppress(OSError):
+            os.close(self._answers)
 
 
 def _watch_cold(process: subprocess.Popen[bytes], execute_run_args: str) -> None:
-    if process.wait() != 0:
-        report_crash(execute_run_args, process.returncode)
+    report_crash(execute_run_args, process.wait())
+
+
+def _process_tag(pid: int) -> str:
+    """``host:pid:start``: which process, so that a later signal never reaches another one."""
+    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+
+
+def _start_time(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 class WarmRunLauncher(RunLauncher, ConfigurableClass):
@@ -122,15 +172,23 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
             process = subprocess.Popen([python, "-m", "dagster", *args], cwd=cwd, stdin=subprocess.DEVNULL)
             threading.Thread(target=_watch_cold, args=(process, args[-1]), daemon=True).start()
             pid, how = process.pid, "started as a new process"
-        self._instance.add_run_tags(run.run_id, {PID_TAG: str(pid)})
-        self._instance.report_engine_event(f"Run process {pid} {how}.", run, cls=self.__class__)
+        try:  # the run is going: bookkeeping that fails must not fail it
+            self._instance.add_run_tags(run.run_id, {PID_TAG: _process_tag(pid)})
+            self._instance.report_engine_event(f"Run process {pid} {how}.", run, cls=self.__class__)
+        except Exception:
+            log.warning("could not record process %s of run %s", pid, run.run_id, exc_info=True)
 
     def _forked(self, python: str, module: str, args: list[str], cwd: str) -> int | None:
         key = (python, cwd, module)
         env = dict(os.environ)
         with self._lock:
             for _ in range(2):  # a warm process that stepped aside is replaced once
-                warm = self._warm.get(key) or self._warm.setdefault(key, _WarmProcess.start(python, module, cwd))
+                warm = self._warm.get(key)
+                if warm is None:
+                    warm = _WarmProcess(python, module, cwd)
+                    if not warm.ready():
+                        return None
+                    self._warm[key] = warm
                 pid = warm.fork(args, cwd, env)
                 if pid is not None:
                     return pid
@@ -143,10 +201,13 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
         run = self._instance.get_run_by_id(run_id)
         if run is None or run.is_finished or PID_TAG not in run.tags:
             return False
+        host, pid, started = [*run.tags[PID_TAG].split(":"), "", "", ""][:3]
+        if host != socket.gethostname() or not pid.isdigit() or _start_time(int(pid)) != started:
+            return False  # another machine's process, or it ended: nothing of the run's to stop
         self._instance.report_run_canceling(run)
         try:
-            os.kill(int(run.tags[PID_TAG]), signal.SIGINT)
-        except (ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGINT)
+        except OSError:
             return False
         return True
 
