@@ -111,7 +111,9 @@ def _supervise(request: dict[str, Any], pid_pipe: int, answers: int) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
         os.close(answers)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # not the launcher's requests
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)  # not the launcher's requests
+        os.close(devnull)
         worker = os.fork()
         if worker == 0:
             os.close(pid_pipe)
@@ -128,6 +130,8 @@ def _supervise(request: dict[str, Any], pid_pipe: int, answers: int) -> None:
 
 def _fork(request: dict[str, Any], answers: int) -> int:
     """The pid of a run process forked for ``request`` (0: it could not be forked)."""
+    sys.stdout.flush()  # or every run process would write it again
+    sys.stderr.flush()
     read_end, write_end = os.pipe()
     if os.fork() == 0:
         os.close(read_end)

@@ -12,7 +12,9 @@ so a run, its event log, retries and cancellation are what they are with Dagster
 
 When the warm process cannot serve (it stepped aside after an edit of the project's code, or it
 failed), the run starts as a new process running the same command. ``LAKEHOUSE_WARM_RUNS=0``
-starts every run that way. Set it in ``dagster.yaml``::
+starts every run that way. A run cancelled before its process listens for the interrupt ends
+cancelled through Dagster's run monitoring (on in the repository's ``dagster.yaml``). Set the
+launcher in ``dagster.yaml``::
 
     run_launcher:
       module: lakehouse_assets.lib.orchestrate.warm_runs
@@ -50,6 +52,8 @@ PID_TAG = "lakehouse/run_process"
 READY_TIMEOUT_S = 120.0
 # A fork once it is ready: milliseconds. No answer in this time is a broken warm process.
 ANSWER_TIMEOUT_S = 30.0
+# After a warm process failed to get ready, runs of its code location start cold this long.
+COLD_AFTER_FAILURE_S = 300.0
 log = logging.getLogger(__name__)
 
 
@@ -97,8 +101,8 @@ class _WarmProcess:
         try:
             cast(IO[bytes], self.process.stdin).write(request)
             cast(IO[bytes], self.process.stdin).flush()
-        except OSError:
-            return None  # it had ended: it read nothing
+        except (OSError, ValueError):
+            return None  # it had ended, or was closed: it read nothing
         answer = self._read_answer(ANSWER_TIMEOUT_S)
         if answer is not None and answer.get("stale"):
             return None
@@ -113,8 +117,10 @@ class _WarmProcess:
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
-        with contextlib.suppress(OSError):
-            os.close(self._answers)
+        if self._answers >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._answers)
+            self._answers = -1
 
 
 def _watch_cold(process: subprocess.Popen[bytes], execute_run_args: str) -> None:
@@ -140,6 +146,8 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
     def __init__(self, inst_data: ConfigurableClassData | None = None) -> None:
         self._inst_data = inst_data
         self._warm: dict[tuple[str, str, str], _WarmProcess] = {}
+        # A code location whose warm process did not get ready starts its runs cold until then.
+        self._cold_until: dict[tuple[str, str, str], float] = {}
         self._lock = threading.Lock()
         super().__init__()
 
@@ -185,11 +193,18 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
             for _ in range(2):  # a warm process that stepped aside is replaced once
                 warm = self._warm.get(key)
                 if warm is None:
+                    if time.monotonic() < self._cold_until.get(key, 0.0):
+                        return None
                     warm = _WarmProcess(python, module, cwd)
                     if not warm.ready():
+                        self._cold_until[key] = time.monotonic() + COLD_AFTER_FAILURE_S
                         return None
                     self._warm[key] = warm
-                pid = warm.fork(args, cwd, env)
+                try:
+                    pid = warm.fork(args, cwd, env)
+                except RuntimeError:
+                    self._warm.pop(key, None)
+                    raise
                 if pid is not None:
                     return pid
                 self._warm.pop(key).close()
