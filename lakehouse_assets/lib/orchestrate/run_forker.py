@@ -130,8 +130,9 @@ def _supervise(request: dict[str, Any], pid_pipe: int, answers: int) -> None:
 
 def _fork(request: dict[str, Any], answers: int) -> int:
     """The pid of a run process forked for ``request`` (0: it could not be forked)."""
-    sys.stdout.flush()  # or every run process would write it again
-    sys.stderr.flush()
+    with contextlib.suppress(Exception):  # or every run process would write it again
+        sys.stdout.flush()
+        sys.stderr.flush()
     read_end, write_end = os.pipe()
     if os.fork() == 0:
         os.close(read_end)
