@@ -27,6 +27,8 @@ import sys
 import traceback
 from typing import Any
 
+from lakehouse_assets.lib.spark.warm_workers import source_mtimes, sources_changed
+
 PRELOAD = ("dagster", "dagster._cli", "dagster._cli.api", "dagster._core.execution.api", "pyspark.sql.connect.session")
 
 
@@ -56,25 +58,9 @@ def _watched() -> dict[str, int]:
     """The files of the modules imported from outside the installed packages, and their
     folders (a new module in a package changes its folder), with their modification times."""
     installed = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
-    found: dict[str, int] = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if not path or os.path.realpath(path).startswith(installed):
-            continue
-        for watched in (path, os.path.dirname(path)):
-            with contextlib.suppress(OSError):
-                found[watched] = os.stat(watched).st_mtime_ns
-    return found
-
-
-def _changed(watched: dict[str, int]) -> bool:
-    for path, mtime in watched.items():
-        try:
-            if os.stat(path).st_mtime_ns != mtime:
-                return True
-        except OSError:
-            return True
-    return False
+    files = [getattr(module, "__file__", None) or "" for module in list(sys.modules.values())]
+    own = [f for f in files if f and not os.path.realpath(f).startswith(installed)]
+    return source_mtimes([*own, *{os.path.dirname(f) for f in own}])
 
 
 def _work(request: dict[str, Any]) -> None:
@@ -156,7 +142,7 @@ def serve(module: str, answers: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the end of stdin ends this process
     _answer(answers, {"ready": True})
     while line := sys.stdin.buffer.readline():
-        if _changed(watched):
+        if sources_changed(watched):
             _answer(answers, {"stale": True})
             return
         _answer(answers, {"pid": _fork(json.loads(line), answers)})

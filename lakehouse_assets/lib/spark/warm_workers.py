@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 
 from lakehouse_assets.lib.errors import LakehouseError
@@ -100,17 +101,28 @@ def launcher_path() -> str:
     return str(path)
 
 
-def _framework_files() -> dict[str, float]:
-    mine = str(Path(__file__).resolve().parents[2])
-    files = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
-    return {f: os.stat(f).st_mtime for f in files if f.startswith(mine) and os.path.exists(f)}
+def source_mtimes(paths: Iterable[str]) -> dict[str, int]:
+    """The modification times of those of ``paths`` that exist: a snapshot for
+    :func:`sources_changed` (a warm process steps aside when its sources change)."""
+    found: dict[str, int] = {}
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found[path] = os.stat(path).st_mtime_ns
+    return found
 
 
-def _changed(files: dict[str, float]) -> bool:
+def sources_changed(snapshot: dict[str, int]) -> bool:
+    """Whether a file of the snapshot changed or went away since it was taken."""
     try:
-        return any(os.stat(f).st_mtime != t for f, t in files.items())
+        return any(os.stat(path).st_mtime_ns != mtime for path, mtime in snapshot.items())
     except OSError:
         return True
+
+
+def _framework_files() -> dict[str, int]:
+    mine = str(Path(__file__).resolve().parents[2])
+    files = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+    return source_mtimes(f for f in files if f.startswith(mine))
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -185,7 +197,7 @@ def serve(path: str, engine_pid: int) -> None:
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            if _changed(files):
+            if sources_changed(files):
                 # Free the socket and the lock first: the launcher, told by the closed connection,
                 # starts this worker cold and a successor that takes both at once.
                 _unlink_own(path, bound)
