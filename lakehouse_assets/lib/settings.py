@@ -54,6 +54,9 @@ class Settings:
     of (``sc://127.0.0.1:15002``); empty runs an embedded session in the run's process."""
     engine_port: int = 15002
     """``LAKEHOUSE_ENGINE_PORT``: the port ``make engine`` serves Spark Connect on."""
+    engine_cores: int = 0
+    """``LAKEHOUSE_ENGINE_CORES``: the cores of the engine runs use, from which the run queue's
+    limit is derived (:mod:`lakehouse_assets.lib.orchestrate.admission`); ``0``: this machine's."""
     sensor_interval_s: int = 1
     """``LAKEHOUSE_SENSOR_INTERVAL_SECONDS``: minimum seconds between two ticks of a sensor."""
     sensor_settle_s: float = 1.0
@@ -124,6 +127,7 @@ ENV_NAMES: dict[str, str] = {
     "warm_runs": "LAKEHOUSE_WARM_RUNS",
     "spark_remote": "SPARK_REMOTE",
     "engine_port": "LAKEHOUSE_ENGINE_PORT",
+    "engine_cores": "LAKEHOUSE_ENGINE_CORES",
     "sensor_interval_s": "LAKEHOUSE_SENSOR_INTERVAL_SECONDS",
     "sensor_settle_s": "LAKEHOUSE_SENSOR_SETTLE_SECONDS",
     "sensor_max_settle_s": "LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS",
