@@ -1,4 +1,4 @@
-"""Timers around the framework's pieces, for the per-table split of a run (framework code unchanged).
+"""The per-table split of a run, from the spans the framework reports (``lakehouse_assets.lib.timings``).
 
 Used in-process by ``bench/dagster_run.py`` and, through ``bench/trace/sitecustomize.py``, inside a
 real ``dagster asset materialize`` process (``LAKEHOUSE_BENCH_TRACE=<file>``): Spark session start,
@@ -10,99 +10,41 @@ from __future__ import annotations
 
 import atexit
 import json
-import threading
 import time
 from collections import defaultdict
 
 import dagster as dg
 
-import lakehouse_assets.lib.engine.query as query_module
-import lakehouse_assets.lib.orchestrate.assets as lh_assets
-import lakehouse_assets.lib.orchestrate.execution as execution
-from lakehouse_assets.lib.spark.session import SparkResource
+from lakehouse_assets.lib import timings
 
 TIMES: dict = defaultdict(lambda: defaultdict(float))
 PROGRESS: dict = defaultdict(list)
 SPARK: dict = {}
 
 
-def _timed(key: str, fn, name_of=None):
-    def wrapper(*args, **kwargs):
-        t = time.monotonic()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            name = name_of(*args, **kwargs) if name_of else "run"
-            TIMES[name][key] += time.monotonic() - t
-
-    return wrapper
+PHASE_KEYS = {
+    "run_table": "runner_s",
+    "metadata": "metadata_s",
+    "checks": "checks_s",
+    "previous_state": "previous_state_s",
+}
+_remove_listener = None
 
 
-CHECK_SPANS: dict[str, list[float]] = {}  # table -> [first check's start, last check's end] of its step
-_SPANS_LOCK = threading.Lock()
-
-
-def _checks_wall(fn):
-    """A step's checks run side by side: their time is the span from the first check's start to
-    the last one's end, not the sum of their durations."""
-
-    def wrapper(check, ctx):
-        t = time.monotonic()
-        try:
-            return fn(check, ctx)
-        finally:
-            end = time.monotonic()
-            with _SPANS_LOCK:
-                span = CHECK_SPANS.get(ctx.table)
-                if span is None:
-                    CHECK_SPANS[ctx.table] = [t, end]
-                    TIMES[ctx.table]["checks_s"] += end - t
-                else:
-                    before = span[1] - span[0]
-                    span[0], span[1] = min(span[0], t), max(span[1], end)
-                    TIMES[ctx.table]["checks_s"] += (span[1] - span[0]) - before
-
-    return wrapper
+def _collect(span: timings.Span) -> None:
+    if span.phase == "session_start":
+        SPARK["start_s"] = SPARK.get("start_s", 0.0) + span.seconds
+    elif span.phase == "query":
+        PROGRESS[span.table].extend(span.details.get("progress", []))
+    elif span.phase in PHASE_KEYS:
+        TIMES[span.table][PHASE_KEYS[span.phase]] += span.seconds
 
 
 def instrument() -> None:
-    original_init = SparkResource._init_session
-
-    def init_session(self):
-        t = time.monotonic()
-        try:
-            return original_init(self)
-        finally:
-            SPARK["start_s"] = SPARK.get("start_s", 0.0) + time.monotonic() - t
-
-    SparkResource._init_session = init_session
-    # Metadata of the table and of its quarantine: attributed to the table whose step is running.
-    current = {"table": "?"}
-    timed_run = _timed("runner_s", execution.run_table, lambda spark, paths, table, *a, **k: table.name)
-
-    def run_table(spark, paths, table, *args, **kwargs):
-        current["table"] = table.name
-        CHECK_SPANS.pop(table.name, None)  # a new step of this table
-        return timed_run(spark, paths, table, *args, **kwargs)
-
-    execution.run_table = run_table
-    original_await = query_module.await_query
-
-    def await_query(query, table, report, log):
-        try:
-            return original_await(query, table, report, log)
-        finally:
-            for p in query.recentProgress:
-                PROGRESS[table.name].append(
-                    {"batchId": p.batchId, "numInputRows": p.numInputRows, "durationMs": dict(p.durationMs)}
-                )
-
-    query_module.await_query = await_query
-    execution.table_metadata = _timed("metadata_s", execution.table_metadata, lambda *a, **k: current["table"])
-    execution.evaluate_check = _checks_wall(execution.evaluate_check)
-    lh_assets._previous_metadata = _timed(  # noqa: SLF001
-        "previous_state_s", lh_assets._previous_metadata, lambda instance, table: table.name  # noqa: SLF001
-    )
+    """Collect this process's spans (once, however often called)."""
+    global _remove_listener
+    if _remove_listener is None:
+        _remove_listener = timings.add_listener(_collect)
 
 
 def step_times(instance: dg.DagsterInstance, run_id: str) -> tuple[dict, float]:

@@ -157,8 +157,8 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             "## 2. Per-table overhead",
             "",
             "The framework's side is the real `dagster asset materialize` in a fresh process — for one small file, the "
-            "very runs of section 1 — with timers around the framework's pieces, installed from outside the framework "
-            "(`bench/trace/sitecustomize.py`, `bench/instrument.py`); query phases are the sums of "
+            "very runs of section 1 — with the spans the framework reports to a listener (`lakehouse_assets/lib/timings.py`), "
+            "installed from outside by `bench/trace/sitecustomize.py` and `bench/instrument.py`; query phases are the sums of "
             "`StreamingQueryProgress.durationMs` over the run's micro-batches, step times come from Dagster's event log. "
             "“Dagster step bookkeeping” is the step time not spent in Spark start, the table's queries, metadata or checks "
             "(event writes, resource set-up, pool claims). The plain script's figures are from its own queries.",

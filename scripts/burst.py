@@ -6,10 +6,18 @@ or going for ``quiet`` seconds (a failed run's retry, a follow-up run, would sho
 time). Its figure is the last commit of any table in the round minus the landing: when every
 table had taken the burst in. Each round also counts the runs it started, those that failed and
 those that were retries of another (Dagster's ``dagster/parent_run_id`` tag).
+
+With ``restart_engine`` a round kills the engine's server (SIGKILL of its process group) once a
+run of the burst is going and starts it again on the same port 3 s later, as a service manager
+would; the round then waits longer for quiet (a failed source's sensor asks again after a
+back-off) and counts the failed runs that no later successful run of their job made good. With
+``exact_against`` every round ends by reading every table through that engine and comparing it
+with what the landed files say (the tests' own answers, ``lakehouse_assets_tests/support``).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +26,10 @@ from devstack.dagster_dev import delta_versions
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
 
+TRIED_AGAIN = re.compile(r"trying .* again in \d+s")
+RUN_MESSAGES = """query Logs($id: ID!) {
+  logsForRun(runId: $id) { ... on EventConnection { events { ... on MessageEvent { message } } } }
+}"""
 BRONZE = ["bronze_events", "bronze_customers", "bronze_ad_impressions", "bronze_ad_clicks"]
 
 
@@ -27,6 +39,10 @@ class Round:
     runs: int
     failed: int
     retried: int
+    tables_tried_again: int = 0
+    engine_restarted: bool = False
+    unresolved: int = 0
+    not_exact: str = ""
 
 
 def _tables(paths: LakehousePaths) -> list[Path]:
@@ -39,12 +55,73 @@ def _last_commit_after(table: Path, after: float) -> float | None:
     return max(later) if later else None
 
 
-def burst_round(server, paths: LakehousePaths, seed: int, rows: int, timeout: float, quiet: float = 10) -> Round:
+def _restart_engine(server, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not server.runs(["STARTED"], limit=1):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no run of the burst started within {timeout}s")
+        time.sleep(0.5)
+    time.sleep(4)  # into the run: its process has reached the engine
+    server.engine.kill()
+    time.sleep(3)
+    server.engine.start()
+
+
+def _unresolved(runs: list[dict]) -> int:
+    """Failed runs with no later successful run of the same job."""
+    return sum(
+        1
+        for r in runs
+        if r["status"] == "FAILURE"
+        and not any(
+            o["jobName"] == r["jobName"] and o["status"] == "SUCCESS" and (o["startTime"] or 0) > (r["startTime"] or 0)
+            for o in runs
+        )
+    )
+
+
+def _tried_again(server, runs: list[dict]) -> int:
+    """The steps' "trying the table again" warnings (a passing engine fault) in these runs."""
+    logs = (server.graphql(RUN_MESSAGES, {"id": r["runId"]})["logsForRun"].get("events", []) for r in runs)
+    return sum(1 for events in logs for e in events if TRIED_AGAIN.search(e.get("message") or ""))
+
+
+def not_exact(engine_url: str, root: str) -> str:
+    """Empty when every source's tables hold what the landed files say, else what differs."""
+    import dagster as dg
+    from pyspark.sql import SparkSession
+
+    from lakehouse_assets_tests.support.contract import assert_every_source_exact
+    from lakehouse_assets_tests.support.lakehouse import Lakehouse
+
+    spark = SparkSession.builder.remote(engine_url).create()
+    try:
+        assert_every_source_exact(Lakehouse(Path(root), spark, dg.DagsterInstance.ephemeral()))
+        return ""
+    except AssertionError as mismatch:
+        return str(mismatch) or "a table differs from the landed files"
+    finally:
+        spark.stop()
+
+
+def burst_round(
+    server,
+    paths: LakehousePaths,
+    seed: int,
+    rows: int,
+    timeout: float,
+    quiet: float = 10,
+    restart_engine: bool = False,
+    exact_against: str | None = None,
+) -> Round:
     """Land a file in every source at once; wait until the burst is taken in (see the module)."""
     server.wait_idle(timeout, quiet=2)
     known = {r["runId"] for r in server.runs(limit=500)}
     landed = generate(paths, GeneratorOptions(files=1, rows=rows, late=0.0, gzip=0.0, seed=seed), None)
     arrived = min(p.stat().st_ctime for p in landed)
+    if restart_engine:
+        _restart_engine(server, timeout)
+        quiet = max(quiet, 30)
     bronze = [paths.local_path(paths.table(name)) for name in BRONZE]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -62,4 +139,8 @@ def burst_round(server, paths: LakehousePaths, seed: int, rows: int, timeout: fl
         runs=len(runs),
         failed=sum(r["status"] == "FAILURE" for r in runs),
         retried=sum("dagster/parent_run_id" in t for t in tags),
+        tables_tried_again=_tried_again(server, runs),
+        engine_restarted=restart_engine,
+        unresolved=_unresolved(runs),
+        not_exact=not_exact(exact_against, paths.root) if exact_against else "",
     )

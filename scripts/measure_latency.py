@@ -17,7 +17,10 @@ every drop, then p50 and p95.
   acknowledgement of the message.
 * ``--burst`` (``make latency BURST=1``): each round lands a file in all four sources at once and
   times until every table has taken it in, with the runs started, failed and retried
-  (``scripts/burst.py``); ``--drops`` is the number of rounds.
+  (``scripts/burst.py``); ``--drops`` is the number of rounds. Each round ends with every table
+  compared with the landed files, read through the engine. ``--engine-restarts N``: in N of the
+  rounds (every other one from the second) the engine is killed once a run is going and started
+  again 3 s later; failed runs that nothing made good by the round's end are counted.
 * If nothing answers there, the script starts ``dagster dev`` itself on a free port, with the
   repository's instance (or, with ``--isolated``, a temporary instance and data root, so it
   disturbs nothing), and stops it at the end. Like ``make dev`` it starts the Spark Connect
@@ -43,12 +46,12 @@ import json  # noqa: E402
 import uuid  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
-from scripts.burst import Round, burst_round  # noqa: E402
 from devstack.dagster_dev import DagsterDev, delta_versions  # noqa: E402
 from devstack.kafka_broker import KafkaBroker  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines  # noqa: E402
 from lakehouse_assets.lib.settings import LakehousePaths  # noqa: E402
+from scripts.burst import Round, burst_round  # noqa: E402
 
 GOLD = "gold_hourly_revenue"
 
@@ -210,9 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--kafka", action="store_true", help="one message per drop to Kafka topic events, not a file")
     parser.add_argument("--burst", action="store_true", help="each round a file in every source at once")
+    parser.add_argument("--engine-restarts", type=int, default=0, help="with --burst: rounds that restart the engine")
     args = parser.parse_args(argv)
     if args.drops < 1:
         parser.error("--drops must be at least 1")
+    if args.engine_restarts and (not args.burst or args.embedded_spark or 2 * args.engine_restarts > args.drops):
+        parser.error("--engine-restarts needs --burst, an engine this script starts, and --drops >= 2 per restart")
 
     tmp, broker = None, None
     kafka = os.environ.get("LAKEHOUSE_KAFKA_BOOTSTRAP") if args.kafka else None
@@ -241,12 +247,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.burst:
             warm_up(server, paths, args.rows, args.timeout)
+            engine = getattr(server, "engine", None)
+            if args.engine_restarts and engine is None:
+                raise SystemExit("--engine-restarts: the running dagster dev's engine is not this script's; add --isolated")
+            exact_against = engine.url if engine is not None else os.environ.get("SPARK_REMOTE")
             for i in range(args.drops):
                 seed = int(time.time() * 1000) % 2**31 + i
-                rounds.append(burst_round(server, paths, seed, args.rows, args.timeout))
+                restart = i % 2 == 1 and i // 2 < args.engine_restarts
+                rounds.append(burst_round(server, paths, seed, args.rows, args.timeout, restart_engine=restart,
+                                          exact_against=exact_against))  # fmt: skip
                 r = rounds[-1]
-                print(f"burst {i + 1:2d}/{args.drops}: every table took it in after {r.seconds:6.1f}s; "
-                      f"{r.runs} runs, {r.failed} failed, {r.retried} retries", flush=True)  # fmt: skip
+                print(f"burst {i + 1:2d}/{args.drops}{' (engine restarted)' if restart else ''}: every table took it "
+                      f"in after {r.seconds:6.1f}s; {r.runs} runs, {r.failed} failed, {r.retried} retries, "
+                      f"{r.tables_tried_again} steps tried again, "
+                      f"{r.unresolved} failed and not made good; "
+                      f"{'NOT EXACT: ' + r.not_exact if r.not_exact else 'exact' if exact_against else 'not compared'}",
+                      flush=True)  # fmt: skip
             latencies = [r.seconds for r in rounds]
         else:
             latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts, kafka)
@@ -262,9 +278,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\nburst (a file in each of the four sources at once) -> every table, over {len(rounds)} rounds: "
             f"p50 {p50:.1f}s, p95 {p95:.1f}s (max {max(latencies):.1f}s); runs {sum(r.runs for r in rounds)}, "
-            f"failed {sum(r.failed for r in rounds)}, retries {sum(r.retried for r in rounds)}"
+            f"failed {sum(r.failed for r in rounds)}, retries {sum(r.retried for r in rounds)}, "
+            f"steps tried again {sum(r.tables_tried_again for r in rounds)}, "
+            f"failed and not made good {sum(r.unresolved for r in rounds)}; engine restarted in "
+            f"{sum(r.engine_restarted for r in rounds)} rounds; rounds not exact {sum(bool(r.not_exact) for r in rounds)}"
         )
-        return 0
+        return 1 if any(r.not_exact or r.unresolved for r in rounds) else 0
     print(
         f"\n{'Kafka message' if kafka else 'landing'} -> {GOLD} latency over {len(latencies)} drops: "
         f"p50 {p50:.1f}s, p95 {p95:.1f}s (min {min(latencies):.1f}s, max {max(latencies):.1f}s, "

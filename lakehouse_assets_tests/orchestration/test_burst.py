@@ -16,7 +16,6 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark binds to 127.0.0.1
 
 import re
 import time
-from collections import Counter
 from pathlib import Path
 
 import dagster as dg
@@ -25,10 +24,9 @@ import pytest
 from devstack.dagster_dev import DagsterDev, delta_versions, isolated_home
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
-from lakehouse_assets_tests.support.contract import bronze_by_file
-from lakehouse_assets_tests.support.expected import expected_history, file_lines, history_rows, landed_files, scd2_row
+from lakehouse_assets_tests.support.contract import assert_every_source_exact
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.runs import assert_events_exact, wait_for
+from lakehouse_assets_tests.support.runs import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -69,12 +67,4 @@ def test_a_burst_into_every_source_survives_an_engine_restart_without_any_launch
         assert any(r["jobName"] == run["jobName"] and r["status"] == "SUCCESS" for r in runs), run
     print(f"{len(runs)} runs, {len(failed)} failed, {len(retried)} tries again: {retried[:3]}")
 
-    assert_events_exact(spark, root)
-    history, _, _ = expected_history(root)
-    customers = spark.read.format("delta").load(paths.table("silver_customers")).collect()
-    assert Counter(scd2_row(r) for r in customers) == history_rows(history)
-    lakehouse = Lakehouse(root, spark, dg.DagsterInstance.ephemeral())
-    for source in ("ad_impressions", "ad_clicks"):
-        landed = {f.name: sum(1 for line in file_lines(f) if line.strip()) for f in landed_files(root, source)}
-        held = bronze_by_file(lakehouse, f"bronze_{source}") + bronze_by_file(lakehouse, f"bronze_{source}_quarantine")
-        assert dict(held) == landed, source
+    assert_every_source_exact(Lakehouse(root, spark, dg.DagsterInstance.ephemeral()))

@@ -15,6 +15,7 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE
 from lakehouse_assets_tests.support.expected import file_lines, is_blank
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
@@ -64,10 +65,15 @@ def rounds(module_lakehouse: Lakehouse) -> dict:
     after_one = counts(lh)
     idle = lh.materialize()
     files_two = generate(lh.paths, GeneratorOptions(files=2, rows=150, seed=12, start=START + timedelta(hours=2)))
-    second = lh.materialize()
+    spans: list[timings.Span] = []
+    stop_listening = timings.add_listener(spans.append)
+    try:
+        second = lh.materialize()
+    finally:
+        stop_listening()
     return {"lh": lh, "runs": {"first": (first, files_one, before, after_one),
                                "second": (second, files_two, after_one, counts(lh))},
-            "idle": idle, "after_one": after_one}  # fmt: skip
+            "idle": idle, "after_one": after_one, "spans": spans}  # fmt: skip
 
 
 @pytest.mark.parametrize("run", ["first", "second"])
@@ -132,3 +138,26 @@ def test_a_run_without_new_data_records_no_figures_over_the_last_real_ones(round
     history = lh.instance.fetch_materializations(dg.AssetKey("silver_events"), limit=10).records
     plotted = [r.asset_materialization.metadata["rows_read"].value for r in history if "rows_read" in r.asset_materialization.metadata]
     assert len(plotted) == 2 and all(n > 0 for n in plotted)
+
+
+def test_the_timing_hook_reports_where_each_tables_step_went(rounds: dict) -> None:
+    """A listener of ``lakehouse_assets.lib.timings`` (what the bench uses) gets, for every table
+    the run wrote, its previous state, its query inside its run, its metadata and its checks; the
+    queries' progress counts the rows the table's figures say it read."""
+    result = rounds["runs"]["second"][0]
+    spans: list[timings.Span] = rounds["spans"]
+    assert not timings.listening(), "the test's listener was not removed"
+    checked = {e.asset_key.to_user_string() for e in result.get_asset_check_evaluations()}
+    for table, meta in figures(result).items():
+        if table.endswith("_quarantine"):
+            continue
+        mine = [s for s in spans if s.table == table]
+        phases = {s.phase for s in mine}
+        wanted = {"previous_state", "run_table"} | ({"metadata"} if "delta_version" in meta else set())
+        assert wanted | ({"checks"} if table in checked else set()) <= phases, (table, phases)
+        queries = [s for s in mine if s.phase == "query"]
+        read = sum(p["numInputRows"] for s in queries for p in s.details["progress"])
+        assert read == meta.get("rows_read", 0), (table, read, meta)
+        run = next(s for s in mine if s.phase == "run_table")
+        assert all(run.started <= q.started and q.seconds <= run.seconds for q in queries), table
+    assert checked and any(s.phase == "query" for s in spans)

@@ -5,8 +5,19 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from lakehouse_assets_tests.support.expected import (
+    ExpectedEvents,
+    close,
+    expected_history,
+    file_lines,
+    history_rows,
+    is_number,
+    landed_files,
+    parse_time,
+    scd2_row,
+)
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.expected import ExpectedEvents, close, is_number, parse_time, scd2_row
+from lakehouse_assets_tests.support.runs import assert_events_exact
 
 
 def bronze_by_file(lh: Lakehouse, table: str) -> Counter:
@@ -64,6 +75,17 @@ def assert_tables_match_landed_files(lh: Lakehouse) -> ExpectedEvents:
     return expected
 
 
+def assert_every_source_exact(lh: Lakehouse) -> None:
+    """Every source's tables hold exactly what its landed files hold: the events chain to gold,
+    ``silver_customers``' SCD2 history, and each ad source's rows (kept or quarantined) by file."""
+    assert_events_exact(lh.spark, lh.root)
+    history, _, _ = expected_history(lh.root)
+    customers = Counter(scd2_row(r) for r in lh.table("silver_customers").collect())
+    assert customers == history_rows(history), "silver_customers is not the SCD2 history of the landed files"
+    for source in ("ad_impressions", "ad_clicks"):
+        landed = {f.name: sum(1 for line in file_lines(f) if line.strip()) for f in landed_files(lh.root, source)}
+        held = bronze_by_file(lh, f"bronze_{source}") + bronze_by_file(lh, f"bronze_{source}_quarantine")
+        assert dict(held) == landed, f"bronze_{source} holds {dict(held)}, the files {landed}"
 
 
 def table_history(lh: Lakehouse) -> dict[str, list[tuple]]:

@@ -9,6 +9,7 @@ from typing import Any
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.errors import short_error
 from lakehouse_assets.lib.engine.report import RunReport
@@ -67,10 +68,16 @@ def await_query(query: Any, table: TableSpec, report: RunReport, log: Callable[[
                 f"({progress.processedRowsPerSecond or 0:.0f} rows/s)"
             )
 
-    try:
-        while not query.awaitTermination(1):
+    with timings.span("query", table.name) as details:
+        try:
+            while not query.awaitTermination(1):
+                log_progress()
+        except StreamingQueryException as error:
+            raise LakehouseError(f"{table.name}: {short_error(error)}") from None
+        finally:
             log_progress()
-    except StreamingQueryException as error:
-        raise LakehouseError(f"{table.name}: {short_error(error)}") from None
-    finally:
-        log_progress()
+            if timings.listening():
+                details["progress"] = [
+                    {"batchId": p.batchId, "numInputRows": p.numInputRows, "durationMs": dict(p.durationMs)}
+                    for p in query.recentProgress
+                ]

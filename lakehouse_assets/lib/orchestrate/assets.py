@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 from dagster_pyspark import LazyPySparkResource
 
+from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
@@ -105,9 +106,10 @@ def _check_specs(table: TableSpec) -> list[dg.AssetCheckSpec]:
 def _previous_metadata(instance: dg.DagsterInstance, table: TableSpec) -> dict[str, dict[str, Any]]:
     """The metadata each output's last materialization recorded (empty when never materialized)."""
     previous: dict[str, dict[str, Any]] = {}
-    for name in table.outputs:
-        event = instance.get_latest_materialization_event(dg.AssetKey(name))
-        previous[name] = dict(event.asset_materialization.metadata) if event and event.asset_materialization else {}
+    with timings.span("previous_state", table.name):
+        for name in table.outputs:
+            event = instance.get_latest_materialization_event(dg.AssetKey(name))
+            previous[name] = dict(event.asset_materialization.metadata) if event and event.asset_materialization else {}
     return previous
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
@@ -97,7 +98,8 @@ def _materializations(
     """Run the table's query and describe each selected output (no event is yielded yet, so a
     transient fault anywhere in here can be retried whole)."""
     previous = request.previous or {}
-    report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
+    with timings.span("run_table", table.name):
+        report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
     _name_new_tables(session, paths, table, previous, warn)
     materialized = []
     if table.name in request.assets and isinstance(table.sink, DeltaPathSink):
@@ -107,11 +109,15 @@ def _materializations(
     elif table.name in request.assets and not table.writes_delta:
         materialized.append(Materialized(table.name, {**run_metadata(report), "messages_sent": report.rows_written}))
     elif table.name in request.assets:
-        own = table_metadata(session, paths.table(table.name), previous.get(table.name), report.written.get(table.name))
+        with timings.span("metadata", table.name):
+            own = table_metadata(
+                session, paths.table(table.name), previous.get(table.name), report.written.get(table.name)
+            )
         materialized.append(Materialized(table.name, {**run_metadata(report), **own}))
     if table.quarantine and table.quarantine.table in request.assets:
         name = table.quarantine.table
-        content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
+        with timings.span("metadata", table.name):
+            content = table_metadata(session, paths.table(name), previous.get(name), report.written.get(name))
         materialized.append(Materialized(name, {**quarantine_run_metadata(report), **content}))
     return report, materialized
 
@@ -217,7 +223,10 @@ def table_events(
         context = CheckContext(on, paths, table.name, report, versions, schema, carried)
         # A check's Spark jobs are small and wait mostly on scheduling and round trips: side by
         # side the step waits for the slowest check, not for their sum.
-        with ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix=f"check-{table.name}") as pool:
+        with (
+            timings.span("checks", table.name),
+            ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix=f"check-{table.name}") as pool,
+        ):
             return list(pool.map(lambda c: evaluate_check(c, context), checks))
 
     _, outcomes = retrying(table.name, evaluate_all, session, warn, renew, again="its checks")

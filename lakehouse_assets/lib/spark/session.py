@@ -17,6 +17,7 @@ from dagster_pyspark import LazyPySparkResource
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.errors import DeclarationError, first_line
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark import class_archive
@@ -169,7 +170,8 @@ class SparkResource(LazyPySparkResource):
 
     def _init_session(self) -> None:
         if self._spark_session is None:
-            self._spark_session = get_spark(extra=self.spark_config)
+            with timings.span("session_start"):
+                self._spark_session = get_spark(extra=self.spark_config)
 
     def renew_session(self) -> SparkSession:
         """After a passing engine fault: the session the next try runs on (:func:`renew_spark`)."""
