@@ -39,8 +39,9 @@ class Round:
     runs: int
     failed: int
     retried: int
-    tables_tried_again: int = 0
+    tries_again: int = 0
     engine_restarted: bool = False
+    runs_going_at_restart: int = 0
     unresolved: int = 0
     not_exact: str = ""
 
@@ -55,16 +56,19 @@ def _last_commit_after(table: Path, after: float) -> float | None:
     return max(later) if later else None
 
 
-def _restart_engine(server, timeout: float) -> None:
+def _restart_engine(server, timeout: float) -> int:
+    """Kill the engine 4 s into the burst's first run, start it 3 s later; the runs going then."""
     deadline = time.monotonic() + timeout
     while not server.runs(["STARTED"], limit=1):
         if time.monotonic() > deadline:
             raise TimeoutError(f"no run of the burst started within {timeout}s")
         time.sleep(0.5)
     time.sleep(4)  # into the run: its process has reached the engine
+    going = len(server.runs(["STARTED"]))
     server.engine.kill()
     time.sleep(3)
     server.engine.start()
+    return going
 
 
 def _unresolved(runs: list[dict]) -> int:
@@ -81,7 +85,7 @@ def _unresolved(runs: list[dict]) -> int:
 
 
 def _tried_again(server, runs: list[dict]) -> int:
-    """The steps' "trying the table again" warnings (a passing engine fault) in these runs."""
+    """The steps' "trying ... again" warnings (a passing engine fault) in these runs."""
     logs = (server.graphql(RUN_MESSAGES, {"id": r["runId"]})["logsForRun"].get("events", []) for r in runs)
     return sum(1 for events in logs for e in events if TRIED_AGAIN.search(e.get("message") or ""))
 
@@ -100,6 +104,8 @@ def not_exact(engine_url: str, root: str) -> str:
         return ""
     except AssertionError as mismatch:
         return str(mismatch) or "a table differs from the landed files"
+    except Exception as error:  # noqa: BLE001 - a table that cannot be read is not exact either
+        return f"could not compare: {str(error).splitlines()[0][:300]}"
     finally:
         spark.stop()
 
@@ -119,8 +125,9 @@ def burst_round(
     known = {r["runId"] for r in server.runs(limit=500)}
     landed = generate(paths, GeneratorOptions(files=1, rows=rows, late=0.0, gzip=0.0, seed=seed), None)
     arrived = min(p.stat().st_ctime for p in landed)
+    going = 0
     if restart_engine:
-        _restart_engine(server, timeout)
+        going = _restart_engine(server, timeout)
         quiet = max(quiet, 30)
     bronze = [paths.local_path(paths.table(name)) for name in BRONZE]
     deadline = time.monotonic() + timeout
@@ -139,8 +146,9 @@ def burst_round(
         runs=len(runs),
         failed=sum(r["status"] == "FAILURE" for r in runs),
         retried=sum("dagster/parent_run_id" in t for t in tags),
-        tables_tried_again=_tried_again(server, runs),
+        tries_again=_tried_again(server, runs),
         engine_restarted=restart_engine,
+        runs_going_at_restart=going,
         unresolved=_unresolved(runs),
         not_exact=not_exact(exact_against, paths.root) if exact_against else "",
     )

@@ -17,10 +17,11 @@ every drop, then p50 and p95.
   acknowledgement of the message.
 * ``--burst`` (``make latency BURST=1``): each round lands a file in all four sources at once and
   times until every table has taken it in, with the runs started, failed and retried
-  (``scripts/burst.py``); ``--drops`` is the number of rounds. Each round ends with every table
-  compared with the landed files, read through the engine. ``--engine-restarts N``: in N of the
-  rounds (every other one from the second) the engine is killed once a run is going and started
-  again 3 s later; failed runs that nothing made good by the round's end are counted.
+  (``scripts/burst.py``); ``--drops`` is the number of rounds. With ``--isolated`` each round ends
+  with every table compared with the landed files, read through the engine. ``--engine-restarts
+  N`` (with ``--isolated``): in N of the rounds (every other one from the second) the engine is
+  killed once a run is going and started again 3 s later; failed runs that nothing made good by
+  the round's end are counted.
 * If nothing answers there, the script starts ``dagster dev`` itself on a free port, with the
   repository's instance (or, with ``--isolated``, a temporary instance and data root, so it
   disturbs nothing), and stops it at the end. Like ``make dev`` it starts the Spark Connect
@@ -217,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.drops < 1:
         parser.error("--drops must be at least 1")
-    if args.engine_restarts and (not args.burst or args.embedded_spark or 2 * args.engine_restarts > args.drops):
-        parser.error("--engine-restarts needs --burst, an engine this script starts, and --drops >= 2 per restart")
+    if args.engine_restarts and (not (args.burst and args.isolated) or args.embedded_spark or 2 * args.engine_restarts > args.drops):
+        parser.error("--engine-restarts needs --burst --isolated (its own engine) and --drops >= 2 per restart")
 
     tmp, broker = None, None
     kafka = os.environ.get("LAKEHOUSE_KAFKA_BOOTSTRAP") if args.kafka else None
@@ -248,18 +249,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.burst:
             warm_up(server, paths, args.rows, args.timeout)
             engine = getattr(server, "engine", None)
-            if args.engine_restarts and engine is None:
-                raise SystemExit("--engine-restarts: the running dagster dev's engine is not this script's; add --isolated")
-            exact_against = engine.url if engine is not None else os.environ.get("SPARK_REMOTE")
+            exact_against = engine.url if engine is not None and args.isolated else None
             for i in range(args.drops):
                 seed = int(time.time() * 1000) % 2**31 + i
                 restart = i % 2 == 1 and i // 2 < args.engine_restarts
                 rounds.append(burst_round(server, paths, seed, args.rows, args.timeout, restart_engine=restart,
                                           exact_against=exact_against))  # fmt: skip
                 r = rounds[-1]
-                print(f"burst {i + 1:2d}/{args.drops}{' (engine restarted)' if restart else ''}: every table took it "
+                note = f" (engine restarted, {r.runs_going_at_restart} runs going)" if restart else ""
+                print(f"burst {i + 1:2d}/{args.drops}{note}: every table took it "
                       f"in after {r.seconds:6.1f}s; {r.runs} runs, {r.failed} failed, {r.retried} retries, "
-                      f"{r.tables_tried_again} steps tried again, "
+                      f"{r.tries_again} tries again, "
                       f"{r.unresolved} failed and not made good; "
                       f"{'NOT EXACT: ' + r.not_exact if r.not_exact else 'exact' if exact_against else 'not compared'}",
                       flush=True)  # fmt: skip
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             f"\nburst (a file in each of the four sources at once) -> every table, over {len(rounds)} rounds: "
             f"p50 {p50:.1f}s, p95 {p95:.1f}s (max {max(latencies):.1f}s); runs {sum(r.runs for r in rounds)}, "
             f"failed {sum(r.failed for r in rounds)}, retries {sum(r.retried for r in rounds)}, "
-            f"steps tried again {sum(r.tables_tried_again for r in rounds)}, "
+            f"tries again {sum(r.tries_again for r in rounds)}, "
             f"failed and not made good {sum(r.unresolved for r in rounds)}; engine restarted in "
             f"{sum(r.engine_restarted for r in rounds)} rounds; rounds not exact {sum(bool(r.not_exact) for r in rounds)}"
         )

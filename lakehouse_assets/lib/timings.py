@@ -10,6 +10,7 @@ side by side). With no listener a span costs a clock read; the benchmark listens
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +38,7 @@ class Span:
 
 
 Listener = Callable[[Span], None]
+_log = logging.getLogger(__name__)
 _listeners: list[Listener] = []
 _lock = threading.Lock()
 
@@ -44,7 +46,8 @@ _lock = threading.Lock()
 def add_listener(listener: Listener) -> Callable[[], None]:
     """Call ``listener`` with every span this process reports from now on; returns its remover.
 
-    :param listener: called in the thread that ran the span; it must be quick and must not raise.
+    :param listener: called in the thread that ran the span; it should be quick. What it raises
+        is logged and dropped: a listener never fails the run it times.
     """
     with _lock:
         _listeners.append(listener)
@@ -77,4 +80,7 @@ def span(phase: str, table: str | None = None) -> Iterator[dict[str, Any]]:
         if _listeners:
             done = Span(phase, table, started, time.monotonic() - started, details)
             for listener in list(_listeners):
-                listener(done)
+                try:
+                    listener(done)
+                except Exception:  # noqa: BLE001 - a listener never fails a run or hides its error
+                    _log.warning("a timing listener failed on %s of %s", phase, table, exc_info=True)

@@ -40,7 +40,13 @@ def test_a_number_in_dagster_yaml_wins(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("LAKEHOUSE_ENGINE_CORES", "8")
     home = isolated_home(tmp_path / "home")
     config = (home / "dagster.yaml").read_text()
-    (home / "dagster.yaml").write_text(
-        config.replace("dequeue_interval_seconds: 1", "dequeue_interval_seconds: 1\n    max_concurrent_runs: 5")
-    )
+    assert config.count("  runs:\n") == 1
+    (home / "dagster.yaml").write_text(config.replace("  runs:\n", "  runs:\n    max_concurrent_runs: 5\n"))
     assert _run_limit(home) == 5
+
+
+def test_another_settings_bad_value_does_not_stop_the_instance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_REMOTE", "")
+    monkeypatch.setenv("LAKEHOUSE_ENGINE_CORES", "2")
+    monkeypatch.setenv("LAKEHOUSE_SENSOR_INTERVAL_SECONDS", "often")
+    assert _run_limit(isolated_home(tmp_path / "home")) == 2

@@ -8,8 +8,7 @@ queued in Dagster's queue, without a process, until a running one ends: a burst 
 queues instead of timing out on an engine it overloads.
 
 ``dagster.yaml`` names :class:`EngineRunCoordinator` as the instance's run coordinator; a
-``max_concurrent_runs`` in its config (or under ``concurrency: runs:``) overrides the derived
-limit.
+``max_concurrent_runs`` under ``concurrency: runs:`` overrides the derived limit.
 """
 
 from __future__ import annotations
@@ -25,9 +24,13 @@ from lakehouse_assets.lib import settings as lakehouse_settings
 RUNS_PER_CORE_AS_CLIENTS = 2
 
 
+ADMISSION_VARIABLES = ("SPARK_REMOTE", "LAKEHOUSE_ENGINE_CORES")
+
+
 def engine_cores(current: lakehouse_settings.Settings) -> int:
-    """The cores of the engine the runs use: ``LAKEHOUSE_ENGINE_CORES``, else this machine's."""
-    return current.engine_cores if current.engine_cores > 0 else (os.cpu_count() or 1)
+    """The cores of the engine the runs use: ``LAKEHOUSE_ENGINE_CORES``, else those this process
+    may run on (its CPU affinity, which a container's cpuset narrows)."""
+    return current.engine_cores if current.engine_cores > 0 else (len(os.sched_getaffinity(0)) or 1)
 
 
 def runs_the_engine_serves(current: lakehouse_settings.Settings) -> int:
@@ -43,9 +46,11 @@ class EngineRunCoordinator(QueuedRunCoordinator):
     """Dagster's queued run coordinator whose run limit, unless configured, fits the engine.
 
     The limit is derived once, when the instance loads its run coordinator (the daemon, the
-    webserver), from the settings of that process's environment.
+    webserver), from ``SPARK_REMOTE`` and ``LAKEHOUSE_ENGINE_CORES`` in that process's
+    environment (only those: a bad value of another setting must not stop the instance loading).
 
-    :param max_concurrent_runs: a fixed limit instead of :func:`runs_the_engine_serves`.
+    :param max_concurrent_runs: a fixed limit instead of :func:`runs_the_engine_serves` (Dagster
+        takes one under ``concurrency: runs:`` in ``dagster.yaml`` over this one).
     :param kwargs: the rest of :class:`dagster.QueuedRunCoordinator`'s configuration.
     """
 
@@ -56,5 +61,6 @@ class EngineRunCoordinator(QueuedRunCoordinator):
         **kwargs: Any,
     ) -> None:
         if max_concurrent_runs is None:
-            max_concurrent_runs = runs_the_engine_serves(lakehouse_settings.current())
+            environ = {name: os.environ[name] for name in ADMISSION_VARIABLES if name in os.environ}
+            max_concurrent_runs = runs_the_engine_serves(lakehouse_settings.current(environ))
         super().__init__(max_concurrent_runs=max_concurrent_runs, inst_data=inst_data, **kwargs)
