@@ -22,8 +22,9 @@ as its second flow in the subject and the reference alike, and the tally counts 
 
 ``--engine`` makes every subject run a client of a Spark Connect engine the lane starts (what
 ``make dev`` does), and aims a share of the kills (``--engine-share``) at the engine instead of
-the run: the engine and its Python workers are SIGKILLed mid-run and restarted, the run fails,
-the next one goes on. The reference runs keep their own embedded JVM.
+the run: the engine and its Python workers are SIGKILLed mid-run and started again on the same
+port 3 s later, as ``make dev`` does; the run waits for it and goes on, or fails and the next
+one goes on. The reference runs keep their own embedded JVM.
 """
 
 from __future__ import annotations
@@ -166,14 +167,22 @@ class Lane:
         delay = self.rng.uniform(args.min_seconds, args.max_seconds)
         if self.engine is None or self.rng.random() >= args.engine_share:
             return materialize_in_child(subject, args.select, kill_after=delay, env=self.remote).killed
-        timer = threading.Timer(delay, self.engine.kill)
+        engine = self.engine
+        killed = threading.Event()
+
+        def kill_and_restart() -> None:
+            engine.kill()
+            killed.set()
+            time.sleep(3)
+            engine.start()
+
+        timer = threading.Timer(delay, kill_and_restart)
         timer.start()
         materialize_in_child(subject, args.select, env=self.remote)
         timer.cancel()
-        assert self.engine.process is not None
-        if self.engine.process.poll() is None:
+        timer.join()  # a restart under way ends before the next run
+        if not killed.is_set():
             return False  # the run ended first
-        self.engine.start()
         self.engine_kills += 1
         return True
 

@@ -32,6 +32,10 @@ from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, r
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 CHECK_THREADS = 4
+# After a table of this process gave up on an unreachable engine, the run's next tables within
+# this many seconds try once: the engine was already waited for, through every back-off.
+GAVE_UP_WINDOW_S = 120.0
+_gave_up_on_engine_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -158,18 +162,33 @@ def retrying(
     :param what: the table, for the messages.
     :param again: what is tried again, for the messages.
     :param renew: a new session for the next try (a restarted engine forgot the old one).
+    An engine that another table of this process gave up on less than :data:`GAVE_UP_WINDOW_S`
+    ago is tried once, so a run whose engine is gone for good fails in one wait, not in one per
+    independent table.
+
     :raises EngineUnavailable: the fault outlasted the last try (one sentence; the cause chained).
     """
+    global _gave_up_on_engine_at
     settings = current()
     tries = max(1, settings.transient_tries)
+    given_up = _gave_up_on_engine_at is not None and time.monotonic() - _gave_up_on_engine_at < GAVE_UP_WINDOW_S
     for number in range(1, tries + 1):
         try:
-            return session, attempt(session)
+            result = attempt(session)
+            _gave_up_on_engine_at = None
+            return session, result
         except Exception as error:
             cause = transient_cause(error, settings.spark_remote)
             if cause is None:
                 raise
+            lost = engine_lost(error, settings.spark_remote) is not None
+            if lost and given_up:
+                raise EngineUnavailable(
+                    f"{what}: {cause}; not tried again (another table of this run had just given up on it)"
+                ) from error
             if number == tries:
+                if lost:
+                    _gave_up_on_engine_at = time.monotonic()
                 raise EngineUnavailable(f"{what}: {cause}; gave up after {tries} tries") from error
             delay = settings.transient_backoff_s * 2 ** (number - 1)
             warn(f"{what}: {cause}; trying {again} again in {delay:.0f}s (try {number + 1} of {tries})")
