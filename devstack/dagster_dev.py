@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,6 +30,8 @@ from devstack.supervisor import start_process, stop_group
 from lakehouse_assets.lib.settings import REPO_ROOT
 
 IN_FLIGHT = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
+# A step's warning that it runs its table (or its checks) again after a passing engine fault.
+TRIED_AGAIN = re.compile(r"trying .* again in \d+s")
 
 
 def isolated_home(home: Path) -> Path:
@@ -148,6 +151,16 @@ class DagsterDev:
             {"filter": {"statuses": statuses} if statuses else {}, "limit": limit},
         )
         return data["runsOrError"]["results"]
+
+    def run_messages(self, run_id: str) -> list[str]:
+        """The messages of a run's event log, in order."""
+        data = self.graphql(
+            """query Logs($id: ID!) {
+                 logsForRun(runId: $id) { ... on EventConnection { events { ... on MessageEvent { message } } } }
+               }""",
+            {"id": run_id},
+        )
+        return [e.get("message") or "" for e in data["logsForRun"].get("events", [])]
 
     def wait_idle(self, timeout: float = 600, quiet: float = 0) -> None:
         """Wait until no run is queued or going (for at least ``quiet`` seconds)."""

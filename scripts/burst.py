@@ -17,19 +17,14 @@ with what the landed files say (the tests' own answers, ``lakehouse_assets_tests
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devstack.dagster_dev import delta_versions
+from devstack.dagster_dev import TRIED_AGAIN, delta_versions
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
 
-TRIED_AGAIN = re.compile(r"trying .* again in \d+s")
-RUN_MESSAGES = """query Logs($id: ID!) {
-  logsForRun(runId: $id) { ... on EventConnection { events { ... on MessageEvent { message } } } }
-}"""
 BRONZE = ["bronze_events", "bronze_customers", "bronze_ad_impressions", "bronze_ad_clicks"]
 
 
@@ -86,8 +81,7 @@ def _unresolved(runs: list[dict]) -> int:
 
 def _tried_again(server, runs: list[dict]) -> int:
     """The steps' "trying ... again" warnings (a passing engine fault) in these runs."""
-    logs = (server.graphql(RUN_MESSAGES, {"id": r["runId"]})["logsForRun"].get("events", []) for r in runs)
-    return sum(1 for events in logs for e in events if TRIED_AGAIN.search(e.get("message") or ""))
+    return sum(1 for r in runs for message in server.run_messages(r["runId"]) if TRIED_AGAIN.search(message))
 
 
 def not_exact(engine_url: str, root: str) -> str:

@@ -76,6 +76,7 @@ class Remote:
 
     graphql = DagsterDev.graphql
     runs = DagsterDev.runs
+    run_messages = DagsterDev.run_messages
     wait_idle = DagsterDev.wait_idle
 
 

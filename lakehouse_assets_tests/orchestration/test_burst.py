@@ -14,14 +14,13 @@ import os
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark binds to 127.0.0.1 only
 
-import re
 import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from devstack.dagster_dev import DagsterDev, delta_versions, isolated_home
+from devstack.dagster_dev import TRIED_AGAIN, DagsterDev, delta_versions, isolated_home
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets_tests.support.contract import assert_every_source_exact
@@ -32,10 +31,6 @@ pytestmark = pytest.mark.slow
 
 ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "LAKEHOUSE_SENSOR_INTERVAL_SECONDS": "5"}
 BRONZE = ["bronze_events", "bronze_customers", "bronze_ad_impressions", "bronze_ad_clicks"]
-RETRIED = re.compile(r"trying .* again in \d+s")
-RUN_MESSAGES = """query Logs($id: ID!) {
-  logsForRun(runId: $id) { ... on EventConnection { events { ... on MessageEvent { message } } } }
-}"""
 
 
 def test_a_burst_into_every_source_survives_an_engine_restart_without_any_launch(tmp_path: Path, spark) -> None:
@@ -54,12 +49,8 @@ def test_a_burst_into_every_source_survives_an_engine_restart_without_any_launch
         wait_for(lambda: all(delta_versions(t) for t in bronze), 900, "every bronze table")
         dev.wait_idle(900, quiet=20)
         runs = dev.runs()
-        messages = [
-            e.get("message") or ""
-            for r in runs
-            for e in dev.graphql(RUN_MESSAGES, {"id": r["runId"]})["logsForRun"]["events"]
-        ]
-    retried = [m for m in messages if RETRIED.search(m)]
+        messages = [m for r in runs for m in dev.run_messages(r["runId"])]
+    retried = [m for m in messages if TRIED_AGAIN.search(m)]
     failed = [r for r in runs if r["status"] == "FAILURE"]
     assert retried or failed, "the engine's restart met no run: nothing was tested"
     # A failed run is followed by one that succeeded for the same job (a retry or the sensor's).

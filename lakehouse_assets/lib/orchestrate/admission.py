@@ -22,8 +22,6 @@ from dagster._serdes import ConfigurableClassData
 from lakehouse_assets.lib import settings as lakehouse_settings
 
 RUNS_PER_CORE_AS_CLIENTS = 2
-
-
 ADMISSION_VARIABLES = ("SPARK_REMOTE", "LAKEHOUSE_ENGINE_CORES")
 
 

@@ -159,13 +159,13 @@ def retrying(
     succeeded on, and its result. Safe for a table's run (every micro-batch write is idempotent,
     so a batch the failed try committed is not written twice) and for checks (they only read).
 
-    :param what: the table, for the messages.
-    :param again: what is tried again, for the messages.
-    :param renew: a new session for the next try (a restarted engine forgot the old one).
     An engine that another table of this process gave up on less than :data:`GAVE_UP_WINDOW_S`
     ago is tried once, so a run whose engine is gone for good fails in one wait, not in one per
     independent table.
 
+    :param what: the table, for the messages.
+    :param again: what is tried again, for the messages.
+    :param renew: a new session for the next try (a restarted engine forgot the old one).
     :raises EngineUnavailable: the fault outlasted the last try (one sentence; the cause chained).
     """
     global _gave_up_on_engine_at
