@@ -11,9 +11,9 @@ silver_events (typed, enriched, four expectations to a quarantine table, insert-
 ``event_id``), gold_hourly_revenue (silver's change data feed; the hour windows a batch touches
 are recomputed from the event_date partitions they live in and replaced in one MERGE). Every
 write is idempotent with Delta's txnAppId/txnVersion, as Delta's docs recommend for
-foreachBatch. Nothing from ``lakehouse_assets`` is imported (that would load Dagster); the Spark
-settings are the same small-machine settings as ``lakehouse_assets/lib/spark/session.py`` so the
-comparison measures the framework, not tuning. Jars come from the project's offline cache.
+foreachBatch. Of ``lakehouse_assets`` only the Spark settings are imported
+(``lakehouse_assets/lib/spark/conf.py``, no Dagster): the same Delta jars, small-machine sizing
+and driver class archive as a framework run, so the comparison measures the framework, not tuning.
 
 Prints one JSON line of timings at the end (``BENCH_JSON {...}``).
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 
 STARTED = time.monotonic()
 
-from lakehouse_assets.lib.spark.jars import cached_jars  # noqa: E402
+from lakehouse_assets.lib.spark.conf import spark_conf  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -57,27 +57,9 @@ RULES = {
 def spark_session() -> SparkSession:
     if os.environ.get("SPARK_REMOTE"):  # the engine's launch holds the settings below
         return SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
-    jars = cached_jars()  # Delta's jars, where `make setup` cached them
-    conf = {
-        "spark.master": os.environ.get("SPARK_MASTER", "local[*]"),
-        "spark.app.name": "plain_pipeline",
-        "spark.jars": ",".join(jars),
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-        "spark.sql.adaptive.enabled": "true",
-        "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
-        "spark.databricks.delta.snapshotPartitions": "2",
-        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(os.cpu_count() or 2),
-        "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
-        "spark.sql.warehouse.dir": "/tmp/plain-pipeline-warehouse",
-    }
-    if os.environ.get("SPARK_DRIVER_JAVA_OPTIONS"):  # the framework's knob for driver JVM flags
-        conf["spark.driver.extraJavaOptions"] = os.environ["SPARK_DRIVER_JAVA_OPTIONS"]
+    # The settings a framework run's embedded session starts with (Dagster-free module): Delta,
+    # the small-machine sizing and the driver's class archive, so only the framework differs.
+    conf = spark_conf(extra={"spark.app.name": "plain_pipeline"})
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

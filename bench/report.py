@@ -134,10 +134,9 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             "side run in a fresh process, alternating which went first: `dagster asset materialize -m lakehouse_assets.definitions "
             "--select bronze_events,…,gold_hourly_revenue` (the three tables and their quarantines, with their asset "
             "checks) and `python bench/plain_pipeline.py` (the same three availableNow queries, no checks, no metadata). "
-            "The framework's Spark driver maps Spark's and Delta's classes from the class-data archive that `make setup` "
-            "builds (`lakehouse_assets/lib/spark/class_archive.py`; `make bench` builds it during its preparation); the plain script, written as a user would write it, "
-            "loads them from the jars. docs/performance.md gives the plain script's time with the same "
-            "archive, for the like-for-like overhead.",
+            "Both sides start Spark with the same settings (`lakehouse_assets/lib/spark/conf.py`), so both drivers "
+            "map Spark's and Delta's classes from the class-data archive that `make setup` builds "
+            "(`make bench` builds it during its preparation).",
             "",
             f"- Dagster CLI: {', '.join(_s(v) for v in inc['dagster_s'])} → median {_s(inc['dagster_median_s'])}",
             f"- plain script: {', '.join(_s(v) for v in inc['plain_s'])} → median {_s(inc['plain_median_s'])}",

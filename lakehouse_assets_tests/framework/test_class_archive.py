@@ -8,8 +8,8 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.spark import class_archive
+from lakehouse_assets.lib.spark.conf import spark_conf
 from lakehouse_assets.lib.spark.jars import cached_jars
-from lakehouse_assets.lib.spark.session import spark_conf
 
 
 def test_local_driver_maps_classes_from_the_archive_built_at_setup() -> None:

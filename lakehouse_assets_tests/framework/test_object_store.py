@@ -7,9 +7,9 @@ from pathlib import Path
 
 from devstack.environment import environment
 from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.spark.conf import spark_conf
 from lakehouse_assets.lib.spark.connect_server import connect_server_command
 from lakehouse_assets.lib.spark.object_store import pyarrow_s3_options
-from lakehouse_assets.lib.spark.session import spark_conf
 
 S3 = {
     "LAKEHOUSE_S3_ENDPOINT": "http://127.0.0.1:8333",

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.spark.conf import spark_conf
 from lakehouse_assets.lib.spark.object_store import SECRET_KEYS
-from lakehouse_assets.lib.spark.session import spark_conf
 from lakehouse_assets.lib.spark.warm_workers import launcher_path
 
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
