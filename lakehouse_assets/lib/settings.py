@@ -59,7 +59,7 @@ class Settings:
     limit is derived (:mod:`lakehouse_assets.lib.orchestrate.admission`); ``0``: this machine's."""
     sensor_interval_s: int = 1
     """``LAKEHOUSE_SENSOR_INTERVAL_SECONDS``: minimum seconds between two ticks of a sensor."""
-    sensor_settle_s: float = 1.0
+    sensor_settle_s: float = 0.5
     """``LAKEHOUSE_SENSOR_SETTLE_SECONDS``: a folder whose newest file is younger is settling."""
     sensor_max_settle_s: float = 60.0
     """``LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS``: a burst never delays its first file longer."""
@@ -67,6 +67,9 @@ class Settings:
     """``LAKEHOUSE_SENSOR_GRACE_SECONDS``: how far back the cursor remembers file names."""
     sensor_settle_wait_s: float = 1.0
     """``LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS``: a tick waits this long for a settling folder."""
+    sensor_watch_s: float = 3.5
+    """``LAKEHOUSE_SENSOR_WATCH_SECONDS``: a tick that finds nothing new watches the folder this
+    long for a file to land (``0``: it returns at once and the daemon's next pass looks again)."""
     sensor_retry_backoff_s: float = 10.0
     """``LAKEHOUSE_SENSOR_RETRY_BACKOFF_SECONDS``: after a source's run failed, the sensor asks
     for another run this long after it ended, doubling the wait for each failure in a row."""
@@ -133,6 +136,7 @@ ENV_NAMES: dict[str, str] = {
     "sensor_max_settle_s": "LAKEHOUSE_SENSOR_MAX_SETTLE_SECONDS",
     "sensor_grace_s": "LAKEHOUSE_SENSOR_GRACE_SECONDS",
     "sensor_settle_wait_s": "LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS",
+    "sensor_watch_s": "LAKEHOUSE_SENSOR_WATCH_SECONDS",
     "sensor_retry_backoff_s": "LAKEHOUSE_SENSOR_RETRY_BACKOFF_SECONDS",
     "maintenance_cron": "LAKEHOUSE_MAINTENANCE_CRON",
     "vacuum_retention_hours": "LAKEHOUSE_VACUUM_RETENTION_HOURS",

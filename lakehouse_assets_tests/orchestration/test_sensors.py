@@ -263,6 +263,42 @@ def test_a_burst_still_landing_after_the_ticks_wait_is_left_to_the_next_pass(tmp
     assert isinstance(result, dg.RunRequest) and new_files(result) == 2
 
 
+def test_a_file_landing_while_a_tick_watches_is_requested_by_that_tick(tmp_path: Path) -> None:
+    harness = Harness(tmp_path / "lakehouse", SensorSettings(settle_s=0, watch_s=1.0))
+    harness.land("old.jsonl")
+    assert isinstance(harness.tick(), dg.RunRequest)
+    harness.slept.clear()
+    polls: list[int] = []
+
+    def lands_on_the_third_look() -> None:
+        polls.append(1)
+        if len(polls) == 3:
+            harness.land("new.jsonl")
+
+    harness.during_sleep = lands_on_the_third_look
+    result = harness.tick()
+    assert isinstance(result, dg.RunRequest) and new_files(result) == 1
+    assert result.tags["lakehouse/first_new_file"] == "new.jsonl"
+    assert harness.slept == [0.25, 0.25, 0.25]  # found on the look after it landed
+
+
+def test_a_watching_tick_ends_within_its_watch_and_waits_for_a_going_run(tmp_path: Path) -> None:
+    harness = Harness(tmp_path / "lakehouse", SensorSettings(settle_s=0, watch_s=1.0))
+    assert isinstance(harness.tick(), dg.SkipReason)
+    assert 0 < len(harness.slept) <= 4 and sum(harness.slept) <= 1.0
+    run = harness.start_run(dg.DagsterRunStatus.STARTED)
+    harness.land("behind-the-run.jsonl")
+    harness.slept.clear()
+    waiting = harness.tick()  # the run does not end within the watch: the file waits for it
+    assert isinstance(waiting, dg.SkipReason) and "1 new file(s) waiting: run" in waiting.skip_message
+    assert 0 < len(harness.slept) <= 4 and sum(harness.slept) <= 1.0
+    harness.slept.clear()
+    harness.during_sleep = lambda: harness.finish_run(run) if len(harness.slept) == 2 else None
+    result = harness.tick()  # the run ends while the tick watches: the file is requested then
+    assert isinstance(result, dg.RunRequest) and new_files(result) == 1
+    assert harness.slept == [0.25, 0.25]
+
+
 def test_a_steady_trickle_is_not_starved_by_settling(tmp_path: Path) -> None:
     harness = Harness(tmp_path / "lakehouse", SensorSettings(settle_s=100, max_settle_s=60))
     harness.land("first.jsonl")

@@ -10,6 +10,10 @@ A tick:
    file arrived less than ``settle`` seconds ago (a burst still landing), so a burst of files
    gives one run, not one per file. A folder that settles within ``settle_wait`` seconds is
    waited for in the tick and listed again, rather than left to the daemon's next pass 5 s later;
+   a tick that finds nothing new, or new files behind a run that is going, *watches* the folder
+   (and the run) until ``watch`` seconds after it started, listing it every quarter second (every
+   second on object storage), so a file that lands, or a run that ends, then is acted on at once
+   rather than at the daemon's next pass (the daemon runs ticks in threads: ``dagster.yaml``);
 3. otherwise requests one run with a ``run_key`` naming the new files and moves the cursor.
 
 Files that land while a run is going are not in the cursor yet, so the first tick after the
@@ -22,6 +26,7 @@ launching a file twice.
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -37,6 +42,10 @@ from lakehouse_assets.lib.settings import current
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+# How often a watching tick lists the folder: a local listing is a directory read; an object
+# store's is a request that may be billed.
+WATCH_POLL_S = 0.25
+WATCH_POLL_OBJECTS_S = 1.0
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -53,13 +62,16 @@ class SensorSettings:
     The daemon evaluates sensors every 5 s at most; a minimum interval of 5 would skip every
     other pass (the last tick started a few milliseconds less than 5 s before), so the default
     of 1 lets each pass tick. A tick that finds the folder settling waits up to ``settle_wait_s``
-    for it (a file found just after it landed would otherwise wait for the next pass)."""
+    for it (a file found just after it landed would otherwise wait for the next pass). A tick
+    that finds nothing new watches the folder until ``watch_s`` after it started; watch and
+    settle together stay under the daemon's 5 s, or its next pass would skip the sensor."""
 
     interval_s: int = 1
-    settle_s: float = 1.0
+    settle_s: float = 0.5
     max_settle_s: float = 60.0
     grace_s: float = 600.0
     settle_wait_s: float = 1.0
+    watch_s: float = 0.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @classmethod
@@ -71,6 +83,7 @@ class SensorSettings:
             max_settle_s=settings.sensor_max_settle_s,
             grace_s=settings.sensor_grace_s,
             settle_wait_s=settings.sensor_settle_wait_s,
+            watch_s=settings.sensor_watch_s,
             retry=RetryPolicy(first_s=settings.sensor_retry_backoff_s),
         )
 
@@ -107,6 +120,23 @@ def build_landing_sensor(
     globs = landing_globs(tables, source)
     grace_ns = int(settings.grace_s * 1e9)
 
+    def watch(
+        folder: Path | str, cursor: LandingCursor, started: float, instance: dg.DagsterInstance
+    ) -> Evaluation | None:
+        """New files, found by listing ``folder`` again until ``watch_s`` after ``started``: as
+        soon as no run of the source is queued or going, else when the watch ends (None: nothing
+        new by then)."""
+        poll = WATCH_POLL_S if isinstance(folder, Path) else WATCH_POLL_OBJECTS_S
+        found = None
+        for _ in range(int(settings.watch_s / poll)):
+            if clock() + poll > started + settings.watch_s:
+                break
+            sleep(poll)
+            found = evaluate(scan(folder, globs).files, cursor, grace_ns)
+            if found.has_work and in_flight_run(instance, {SOURCE_TAG: source}) is None:
+                return found
+        return found if found is not None and found.has_work else None
+
     @dg.sensor(
         name=sensor_name(source),
         job=job,
@@ -119,6 +149,7 @@ def build_landing_sensor(
         ),
     )
     def _sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
+        started = clock()
         paths = lakehouse.paths
         folder = paths.local_path(paths.landing(source)) if paths.is_local else paths.landing(source)
         listing = scan(folder, globs)
@@ -133,7 +164,8 @@ def build_landing_sensor(
         ignored = f"{listing.in_progress} in-progress name(s) ignored" if listing.in_progress else ""
         if not result.has_work:
             if result.next_cursor != cursor:
-                context.update_cursor(result.next_cursor.dump())
+                cursor = result.next_cursor
+                context.update_cursor(cursor.dump())
             if in_flight_run(context.instance, {SOURCE_TAG: source}) is None:
                 retry = retry_request(context.instance, {SOURCE_TAG: source}, clock(), settings.retry)
                 if isinstance(retry, dg.RunRequest):
@@ -142,6 +174,8 @@ def build_landing_sensor(
                     )
                 if retry is not None:
                     return retry
+            result = watch(folder, cursor, started, context.instance) or result
+        if not result.has_work:
             seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
             details = ", ".join(x for x in [seen, ignored, not_read] if x)
             return dg.SkipReason(f"No new files in {folder} ({details}).")
@@ -153,6 +187,8 @@ def build_landing_sensor(
 
         what = described(result)
         run = in_flight_run(context.instance, {SOURCE_TAG: source})
+        if run is not None and (later := watch(folder, cursor, started, context.instance)) is not None:
+            run, result, what = in_flight_run(context.instance, {SOURCE_TAG: source}), later, described(later)
         if run is not None:
             return dg.SkipReason(
                 f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status.value}. "
