@@ -11,9 +11,11 @@ export LAKEHOUSE_ROOT ?= $(CURDIR)/data
 LOCAL_INSTANCE := $(CURDIR)/data/dagster
 export DAGSTER_HOME ?= $(LOCAL_INSTANCE)
 PYTEST_ARGS ?=
-# The code server's gRPC threads (Dagster's default is cores + 4): each landing sensor's tick
-# holds one while it watches its folder (docs/orchestration.md#settings).
+# The code server's gRPC threads and those of the proxy dagster dev starts before it (Dagster's
+# default is cores + 4): each landing sensor's tick holds one of each while it watches its folder
+# (docs/orchestration.md#landing-sensors).
 export DAGSTER_GRPC_MAX_WORKERS ?= 16
+export DAGSTER_CODE_SERVER_MAX_WORKERS ?= 16
 # make test runs the suite in this many worker processes (pytest-xdist), each with its own
 # SparkSession; 0: in this process. On 2 cores two workers are slower (docs/testing.md).
 TEST_WORKERS ?= 0

@@ -81,7 +81,8 @@ class DagsterDev:
     def start(self, timeout: float = 240) -> None:
         env = {**os.environ, "DAGSTER_HOME": str(self.home), **self.env}
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark's driver binds to 127.0.0.1 only
-        env.setdefault("DAGSTER_GRPC_MAX_WORKERS", "16")  # watching sensor ticks hold threads (Makefile)
+        for threads in ("DAGSTER_GRPC_MAX_WORKERS", "DAGSTER_CODE_SERVER_MAX_WORKERS"):
+            env.setdefault(threads, "16")  # watching sensor ticks hold threads (Makefile)
         if self.root:
             env["LAKEHOUSE_ROOT"] = self.root
         dagster = Path(sys.executable).parent / "dagster"

@@ -68,8 +68,9 @@ class Settings:
     sensor_settle_wait_s: float = 1.0
     """``LAKEHOUSE_SENSOR_SETTLE_WAIT_SECONDS``: a tick waits this long for a settling folder."""
     sensor_watch_s: float = 3.5
-    """``LAKEHOUSE_SENSOR_WATCH_SECONDS``: a tick that finds nothing new watches the folder this
-    long for a file to land (``0``: it returns at once and the daemon's next pass looks again)."""
+    """``LAKEHOUSE_SENSOR_WATCH_SECONDS``: a tick that finds nothing new, or new files behind a
+    going run, watches the folder and the run until this long after it started (with the settle
+    wait, at most 4 s; ``0``: it returns at once and the daemon's next pass looks again)."""
     sensor_retry_backoff_s: float = 10.0
     """``LAKEHOUSE_SENSOR_RETRY_BACKOFF_SECONDS``: after a source's run failed, the sensor asks
     for another run this long after it ended, doubling the wait for each failure in a row."""

@@ -299,6 +299,12 @@ def test_a_watching_tick_ends_within_its_watch_and_waits_for_a_going_run(tmp_pat
     assert harness.slept == [0.25, 0.25]
 
 
+def test_watch_and_settle_wait_end_before_the_daemons_next_pass(tmp_path: Path) -> None:
+    harness = Harness(tmp_path / "lakehouse", SensorSettings(settle_s=1.0, settle_wait_s=1.0, watch_s=10.0))
+    assert isinstance(harness.tick(), dg.SkipReason)
+    assert 2.5 < sum(harness.slept) <= 3.0  # the 4 s budget less the 1 s a settle wait may take
+
+
 def test_a_steady_trickle_is_not_starved_by_settling(tmp_path: Path) -> None:
     harness = Harness(tmp_path / "lakehouse", SensorSettings(settle_s=100, max_settle_s=60))
     harness.land("first.jsonl")

@@ -46,6 +46,9 @@ if TYPE_CHECKING:  # the job type is not exported by name from dagster
 # store's is a request that may be billed.
 WATCH_POLL_S = 0.25
 WATCH_POLL_OBJECTS_S = 1.0
+# A tick's watch and settle wait end within this many seconds of its start, so it is over before
+# the daemon's next pass (5 s after this one) and the sensor is not skipped for a pass.
+TICK_BUDGET_S = 4.0
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -63,8 +66,10 @@ class SensorSettings:
     other pass (the last tick started a few milliseconds less than 5 s before), so the default
     of 1 lets each pass tick. A tick that finds the folder settling waits up to ``settle_wait_s``
     for it (a file found just after it landed would otherwise wait for the next pass). A tick
-    that finds nothing new watches the folder until ``watch_s`` after it started; watch and
-    settle together stay under the daemon's 5 s, or its next pass would skip the sensor."""
+    that finds nothing new, or new files behind a going run, watches the folder and the run
+    until ``watch_s`` after it started, cut so that watch and settle wait end within
+    :data:`TICK_BUDGET_S` (a tick still going at the daemon's next pass makes it skip the sensor).
+    ``watch_s`` is 0 unless given, so a test opts in; :meth:`from_env` reads the setting (3.5 s)."""
 
     interval_s: int = 1
     settle_s: float = 0.5
@@ -128,8 +133,9 @@ def build_landing_sensor(
         new by then)."""
         poll = WATCH_POLL_S if isinstance(folder, Path) else WATCH_POLL_OBJECTS_S
         found = None
-        for _ in range(int(settings.watch_s / poll)):
-            if clock() + poll > started + settings.watch_s:
+        watch_s = min(settings.watch_s, TICK_BUDGET_S - min(settings.settle_s, settings.settle_wait_s))
+        for _ in range(int(watch_s / poll)):
+            if clock() + poll > started + watch_s:
                 break
             sleep(poll)
             found = evaluate(scan(folder, globs).files, cursor, grace_ns)
