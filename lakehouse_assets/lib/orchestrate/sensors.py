@@ -124,6 +124,11 @@ def build_landing_sensor(
     settings = settings or SensorSettings.from_env()
     globs = landing_globs(tables, source)
     grace_ns = int(settings.grace_s * 1e9)
+    # The longest a settle wait may take comes after the watch, within the tick's budget.
+    watch_s = min(settings.watch_s, TICK_BUDGET_S - min(settings.settle_s, settings.settle_wait_s))
+
+    def going(instance: dg.DagsterInstance) -> dg.DagsterRun | None:
+        return in_flight_run(instance, {SOURCE_TAG: source})
 
     def watch(
         folder: Path | str, cursor: LandingCursor, started: float, instance: dg.DagsterInstance
@@ -133,13 +138,12 @@ def build_landing_sensor(
         new by then)."""
         poll = WATCH_POLL_S if isinstance(folder, Path) else WATCH_POLL_OBJECTS_S
         found = None
-        watch_s = min(settings.watch_s, TICK_BUDGET_S - min(settings.settle_s, settings.settle_wait_s))
         for _ in range(int(watch_s / poll)):
             if clock() + poll > started + watch_s:
                 break
             sleep(poll)
             found = evaluate(scan(folder, globs).files, cursor, grace_ns)
-            if found.has_work and in_flight_run(instance, {SOURCE_TAG: source}) is None:
+            if found.has_work and going(instance) is None:
                 return found
         return found if found is not None and found.has_work else None
 
@@ -172,7 +176,7 @@ def build_landing_sensor(
             if result.next_cursor != cursor:
                 cursor = result.next_cursor
                 context.update_cursor(cursor.dump())
-            if in_flight_run(context.instance, {SOURCE_TAG: source}) is None:
+            if going(context.instance) is None:
                 retry = retry_request(context.instance, {SOURCE_TAG: source}, clock(), settings.retry)
                 if isinstance(retry, dg.RunRequest):
                     context.log.info(
@@ -192,9 +196,10 @@ def build_landing_sensor(
             )
 
         what = described(result)
-        run = in_flight_run(context.instance, {SOURCE_TAG: source})
+        run = going(context.instance)
         if run is not None and (later := watch(folder, cursor, started, context.instance)) is not None:
-            run, result, what = in_flight_run(context.instance, {SOURCE_TAG: source}), later, described(later)
+            result, what = later, described(later)
+            run = going(context.instance)  # still going when the watch ran out before it ended
         if run is not None:
             return dg.SkipReason(
                 f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status.value}. "
