@@ -107,7 +107,7 @@ def test_ddl_columns_keep_order_and_nested_types() -> None:
         ddl_columns("just_a_name")
     with pytest.raises(DeclarationError, match="schema_evolution must be one of"):
         landing("x", format="json", schema_evolution="merge")  # type: ignore[arg-type]
-    with pytest.raises(DeclarationError, match="apply to format='json', 'parquet' or 'avro'"):
+    with pytest.raises(DeclarationError, match="apply to format='json', 'csv', 'parquet' or 'avro'"):
         landing("x", schema_hints="a int")
     for binary in ("parquet", "avro"):
         with pytest.raises(DeclarationError, match=f"{binary.capitalize()} has no rescued data column"):

@@ -37,8 +37,11 @@ def test_auto_loader_options_map_onto_a_landing_input() -> None:
     )
     avro = auto_loader_input(FileRead("cloudFiles", ("/x/m",), True, (("cloudFiles.format", "avro"),)), "f.py:3")
     assert (avro.format, avro.source, avro.evolution) == ("avro", "m", "addNewColumns")
-    with pytest.raises(DeclarationError, match="f.py:3: Auto Loader reads cloudFiles.format 'json'.*not 'csv'"):
-        auto_loader_input(FileRead("cloudFiles", ("/x",), True, (("cloudFiles.format", "csv"),)), "f.py:3")
+    plain_csv = auto_loader_input(FileRead("cloudFiles", ("/x/s",), True, (("cloudFiles.format", "csv"),)), "f.py:3")
+    # Databricks' defaults for CSV: the first line is a record, every column a string.
+    assert (plain_csv.format, plain_csv.options, plain_csv.infer_column_types) == ("csv", {"header": "false"}, False)
+    with pytest.raises(DeclarationError, match="f.py:3: Auto Loader reads cloudFiles.format 'json'.*not 'text'"):
+        auto_loader_input(FileRead("cloudFiles", ("/x",), True, (("cloudFiles.format", "text"),)), "f.py:3")
     with pytest.raises(DeclarationError, match="useManagedFileEvents|usemanagedfileevents"):
         options = (("cloudFiles.format", "json"), ("cloudFiles.useManagedFileEvents", "true"))
         auto_loader_input(FileRead("cloudFiles", ("/x",), True, options), "f.py:3")
@@ -49,6 +52,10 @@ def test_auto_loader_code_runs_as_written_and_follows_a_new_field(tmp_path: Path
     root, landing = tmp_path / "root", tmp_path / "raw" / "meters"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))
     monkeypatch.setenv("METERS_LANDING", str(landing))
+    sites = tmp_path / "exports" / "sites"
+    monkeypatch.setenv("SITES_LANDING", str(sites))
+    # CSV exports: the second file orders its columns differently and adds one.
+    csv_rounds = [["meter,capacity", "1,5", "2,7.5"], ["capacity,meter,region", "3,10,north"]]
     defs = load_spark_pipeline(SPEC, paths=LakehousePaths(str(root)))
     instance = dg.DagsterInstance.ephemeral()
     rounds = [
@@ -58,6 +65,7 @@ def test_auto_loader_code_runs_as_written_and_follows_a_new_field(tmp_path: Path
     landed: list[dict] = []
     for i, records in enumerate(rounds):
         land(landing, f"{i}.json", [json.dumps(r) for r in records])
+        land(sites, f"{i}.csv", csv_rounds[i])
         landed += records
         result = dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, selection="*")
         assert result.success
@@ -86,3 +94,12 @@ def test_auto_loader_code_runs_as_written_and_follows_a_new_field(tmp_path: Path
     ]
     assert any("added column site string (first in 1.json)" in c for c in changed), changed
     assert not (root / "landing").exists()
+    # capacity typed double by inference, meter string by its hint, region added as a column;
+    # each file read by its own header's names.
+    site_rows = sorted((r.asDict() for r in spark.read.format("delta").load(str(root / "tables" / "raw_sites"))
+                        .select("meter", "capacity", "region", "_rescued_data").collect()), key=lambda r: r["meter"])
+    assert site_rows == [
+        {"meter": "1", "capacity": 5.0, "region": None, "_rescued_data": None},
+        {"meter": "10", "capacity": 3.0, "region": "north", "_rescued_data": None},
+        {"meter": "2", "capacity": 7.5, "region": None, "_rescued_data": None},
+    ]

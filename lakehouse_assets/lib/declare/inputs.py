@@ -43,8 +43,8 @@ class TableInput:
 
 @dataclass(frozen=True)
 class LandingInput:
-    """Files producers drop into ``$LAKEHOUSE_ROOT/landing/<source>/``, read as lines, CSV or
-    JSON objects with an inferred, evolving schema.
+    """Files producers drop into ``$LAKEHOUSE_ROOT/landing/<source>/``, read as lines, or as CSV,
+    JSON, Parquet or Avro rows with an inferred, evolving schema.
 
     Names starting with ``_`` or ``.`` are in-progress and skipped; ``.gz`` files are decompressed.
     """
@@ -69,7 +69,10 @@ class LandingInput:
 
     @property
     def infers_schema(self) -> bool:
-        """Read with a schema the engine keeps with the checkpoint (inferred, evolving)."""
+        """Read with a schema the engine keeps with the checkpoint (inferred, evolving). CSV with
+        ``schema=`` alone is read as Spark reads CSV: by position, with Spark's options."""
+        if self.format == "csv":
+            return self.schema is None or bool(self.schema_hints or self.schema_evolution)
         return self.format in INFERRED_FORMATS
 
     @property
@@ -173,7 +176,9 @@ def landing(
     """Read the files landed in ``landing/<source>/``.
 
     :param source: the landing folder's name.
-    :param format: ``text`` (one row per line, column ``value``), ``csv``, or ``json`` (one object
+    :param format: ``text`` (one row per line, column ``value``), ``csv`` (with ``schema=``
+        alone: by position, as Spark reads CSV; otherwise inferred and evolved like ``json``,
+        each file read by its own header's names), or ``json`` (one object
         per line, parsed into columns; the schema is inferred from the files when not given,
         kept with the table's checkpoint and evolved as ``schema_evolution`` says). A ``json``
         input's rows carry ``_rescued_data``: fields the schema lacks and values that do not
@@ -186,9 +191,9 @@ def landing(
     :param options: Spark reader options (CSV header, encoding, ...).
     :param schema: DDL schema, e.g. ``"id string, kwh double"`` (CSV: required; JSON: instead of
         inference, and the starting point of evolution).
-    :param schema_hints: JSON, Parquet, Avro: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
+    :param schema_hints: JSON, CSV, Parquet, Avro: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
         a hinted column absent from the files is added too.
-    :param schema_evolution: JSON, Parquet, Avro: what a file with new fields does. ``addNewColumns`` (default
+    :param schema_evolution: JSON, CSV, Parquet, Avro: what a file with new fields does. ``addNewColumns`` (default
         when inferring): they become nullable columns of the table in the same run;
         ``rescue``: the schema never changes, they go to ``_rescued_data``;
         ``failOnNewColumns``: the run stops naming the fields and the file, writing nothing,
@@ -198,9 +203,9 @@ def landing(
         raise DeclarationError(
             f"landing({source!r}): format must be 'text', 'csv', 'json', 'parquet' or 'avro', not {format!r}"
         )
-    if format not in INFERRED_FORMATS and (schema_hints or schema_evolution):
+    if format not in (*INFERRED_FORMATS, "csv") and (schema_hints or schema_evolution):
         raise DeclarationError(
-            f"landing({source!r}): schema_hints and schema_evolution apply to format='json', 'parquet' or 'avro'"
+            f"landing({source!r}): schema_hints and schema_evolution apply to format='json', 'csv', 'parquet' or 'avro'"
         )
     if format in SELF_DESCRIBING_FORMATS and schema_evolution == "rescue":
         raise DeclarationError(
@@ -213,7 +218,7 @@ def landing(
             f"not {schema_evolution!r}"
         )
     for ddl in (schema, schema_hints):
-        if ddl and format in INFERRED_FORMATS:
+        if ddl and (format in INFERRED_FORMATS or (format == "csv" and (schema_hints or schema_evolution))):
             ddl_columns(ddl)  # a malformed DDL stops the declaration, not a run
     return LandingInput(source, format, glob, dict(options or {}), schema, schema_hints, schema_evolution)
 

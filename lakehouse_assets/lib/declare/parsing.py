@@ -7,12 +7,16 @@ as text). Lines that are not JSON objects are flagged for quarantine, never drop
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 RESCUED = "_rescued_data"
 IS_JSON_OBJECT = "_is_json_object"
 CORRUPT_RECORD = "_corrupt_record"
+# What a CSV row of a file whose header was not read says when it stops the query.
+UNEXAMINED = "a CSV file landed as this run started, after its header was read:"
 
 
 BLANK = r"(?U)^\s*$"  # Unicode white space only (tabs, no-break spaces, ...), or nothing
@@ -81,3 +85,66 @@ def parse_landed_json(lines: DataFrame, fields: dict[str, str], rescue_undeclare
     rescued = F.when(F.col(IS_JSON_OBJECT), F.col(RESCUED)).otherwise(corrupt).alias(RESCUED)
     others = [F.col(f"`{c}`") for c in lines.columns if c != "value"]
     return parsed.select(*[F.col(f"`{name}`") for name in fields], rescued, *others)
+
+
+def csv_positions(width: int) -> list[str]:
+    """The names a landed CSV row's values are read into, by position: ``_c0`` .. ``_c<width-1>``."""
+    return [f"_c{i}" for i in range(width)]
+
+
+def parse_csv_rows(
+    rows: DataFrame,
+    fields: dict[str, str],
+    headers: dict[str, list[str]],
+    expected_files: list[str],
+    rescue_undeclared: bool = True,
+    file_column: str = "_lh_file",
+) -> DataFrame:
+    """CSV rows read by position (string columns ``_c0`` ..., see :func:`csv_positions`) as rows
+    of ``fields``, each value taken by its file's header name: files may order their columns
+    differently, lack some (null) or bring others (``_rescued_data``, unless not
+    ``rescue_undeclared``). A value that does not cast to its column's type is null there and
+    kept as text in ``_rescued_data``. A row of a file that is not in ``expected_files`` stops
+    the query (its header is unknown), naming the file.
+
+    :param rows: positional string columns, ``file_column`` and any further columns (kept).
+    :param fields: column name -> Spark SQL type, in order.
+    :param headers: the header of each expected file whose header is not the first columns
+        of ``fields`` in order (those are read by position).
+    :param expected_files: the base names of the files the rows may come from.
+    :param rescue_undeclared: as in :func:`parse_json_lines`.
+    :param file_column: the column holding each row's file's base name.
+    """
+    width = len([c for c in rows.columns if re.fullmatch(r"_c\d+", c)])
+    file = F.col(file_column)
+    names: Column = F.array(*[F.lit(n) for n in fields])
+    for name, header in headers.items():
+        names = F.when(file == F.lit(name), F.array(*[F.lit(h) for h in header])).otherwise(names)
+    values = F.array(*[F.col(c) for c in csv_positions(width)])
+    by_name = F.map_from_arrays(F.col("__lh_names"), F.slice(values, 1, F.size(F.col("__lh_names"))))
+    staged = rows.where(
+        F.when(file.isin(expected_files), F.lit(True)).otherwise(
+            F.raise_error(F.concat(F.lit(f"LakehouseError: {UNEXAMINED} "), file))
+        )
+    ).select("*", names.alias("__lh_names"))
+    staged = staged.select("*", by_name.alias("__lh_map"))
+    typed = {
+        name: F.col("__lh_map").getItem(name) if kind == "string" else F.col("__lh_map").getItem(name).try_cast(kind)
+        for name, kind in fields.items()
+    }
+    declared = F.array(*[F.lit(n) for n in fields])
+
+    def keep(key: Column, value: Column) -> Column:
+        condition = ~F.array_contains(declared, key) if rescue_undeclared else F.lit(False)
+        for name, kind in fields.items():
+            if kind != "string":
+                condition = condition | ((key == F.lit(name)) & typed[name].isNull())
+        return value.isNotNull() & condition
+
+    rescued = F.map_filter(F.col("__lh_map"), keep)
+    others = [F.col(f"`{c}`") for c in rows.columns if c != file_column and not re.fullmatch(r"_c\d+", c)]
+    return staged.select(
+        *[typed[name].alias(name) for name in fields],
+        F.when(F.size(rescued) > 0, F.to_json(rescued)).alias(RESCUED),
+        *others,
+    )

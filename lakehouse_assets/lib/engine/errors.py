@@ -62,8 +62,8 @@ def short_error(error: BaseException) -> str:
             "full_refresh: true) to rebuild it from its inputs"
         )
     for marker in ("ExpectationFailed: ", "LakehouseError: "):
-        if marker in text:
-            return text.split(marker, 1)[1].splitlines()[0]
+        if marker in text:  # (raised in a query's expression, Spark appends its error states)
+            return re.sub(r"(\s*SQLSTATE: \w+)+$", "", text.split(marker, 1)[1].splitlines()[0])
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by:")]
     unreadable = re.search(r"Encountered error while reading file (\S+?)\.?(\s|$)", text)

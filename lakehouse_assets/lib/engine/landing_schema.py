@@ -1,4 +1,4 @@
-"""The schema of a ``landing(format="json" | "parquet" | "avro")`` input: inferred from the first files, kept with the
+"""The schema of a ``landing(format="json" | "csv" | "parquet" | "avro")`` input: inferred from the first files, kept with the
 table's checkpoint, versioned, and evolved as the input's mode says when later files bring new
 fields (Auto Loader's ``addNewColumns``, ``rescue``, ``failOnNewColumns``, ``none``).
 
@@ -24,6 +24,7 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
 from lakehouse_assets.lib.declare.parsing import CORRUPT_RECORD
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults, storage
+from lakehouse_assets.lib.engine.csv_layout import infer_types, read_header, record_headers
 from lakehouse_assets.lib.engine.delta_sql import sql_type
 from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
@@ -142,6 +143,35 @@ def _new(columns: dict[str, str], known: dict[str, str]) -> dict[str, str]:
     return {c: t for c, t in columns.items() if c.lower() not in lower}
 
 
+def _csv_fields(
+    spark: SparkSession,
+    paths: LakehousePaths,
+    source: LandingInput,
+    folder: str,
+    files: list[str],
+    known: dict[str, str] | None,
+) -> tuple[dict[str, str], Callable[[list[str]], dict[str, str]]]:
+    """The columns the headers of the CSV ``files`` name (typed by Spark's inference where the
+    schema may take them, else string), and which file names each first; the headers are kept."""
+    landed = landing_folder(paths, source)
+    headers = {n: read_header(f"{landed}/{n}", source.options) for n in files}
+    names = list(dict.fromkeys(c for n in sorted(headers) for c in headers[n]))
+    wanted = set(names) if known is None else set(_new(dict.fromkeys(names, ""), known))
+    typed = {}
+    if (
+        wanted
+        and source.infer_column_types
+        and (known is None or source.evolution in ("addNewColumns", "failOnNewColumns"))
+    ):
+        typed = infer_types(spark, {n: h for n, h in headers.items() if wanted & set(h)}, landed, source.options)
+    record_headers(folder, headers)
+
+    def first_in(columns: list[str]) -> dict[str, str]:
+        return {c: next(n for n in sorted(headers) if c in headers[n]) for c in columns if c in names}
+
+    return {c: typed.get(c, "string") for c in names}, first_in
+
+
 def evolve_schema(
     spark: SparkSession, paths: LakehousePaths, table: TableSpec, parameter: str, source: LandingInput, log: Log
 ) -> list[str]:
@@ -172,12 +202,16 @@ def evolve_schema(
         known = {**known, **missing}
         record(known, missing, {})
         changes += [f"added column {c} {t} (now in schema=)" for c, t in missing.items()]
-    if known is None or source.evolution in ("addNewColumns", "failOnNewColumns"):
+    if known is None or source.evolution in ("addNewColumns", "failOnNewColumns") or source.format == "csv":
         examined = _examined(folder)
         files = [n for n in _landed_files(paths, source) if n not in examined]
-        landed = [f"{landing_folder(paths, source)}/{n}" for n in files]
-        frame = _files(spark, landed, source.format) if files else None  # read once: inference is a job
-        found = infer_columns(frame) if frame is not None else {}
+        if source.format == "csv":
+            found, first_in = _csv_fields(spark, paths, source, folder, files, known)
+        else:
+            landed = [f"{landing_folder(paths, source)}/{n}" for n in files]
+            frame = _files(spark, landed, source.format) if files else None  # read once: inference is a job
+            found = infer_columns(frame) if frame is not None else {}
+            first_in = lambda columns: first_files(frame, landed, columns)  # noqa: E731
         if not source.infer_column_types:
             found = {c: t if t.startswith(("struct<", "array<")) else "string" for c, t in found.items()}
         inferred = {c: hints.get(c, t) for c, t in found.items()}
@@ -188,10 +222,10 @@ def evolve_schema(
                     f"{table.name}: {where} holds no field to infer a schema from; "
                     "land a file or give landing(..., schema=...)"
                 )
-            record(known, {}, first_files(frame, landed, list(inferred)))
+            record(known, {}, first_in(list(inferred)))
             changes.append(f"inferred the schema of {where}: " + ", ".join(f"{c} {t}" for c, t in known.items()))
-        new = _new(inferred, known)
-        found_in = first_files(frame, landed, list(new))
+        new = _new(inferred, known) if source.evolution in ("addNewColumns", "failOnNewColumns") else {}
+        found_in = first_in(list(new))
         if new and source.evolution == "failOnNewColumns":
             raise LakehouseError(
                 f"{table.name}: {', '.join(sorted({found_in[c] for c in new}))} in {where} "

@@ -16,13 +16,15 @@ from lakehouse_assets.lib.declare.inputs import (
     LandingInput,
     TableInput,
 )
-from lakehouse_assets.lib.declare.parsing import parse_landed_json
+from lakehouse_assets.lib.declare.parsing import csv_positions, parse_csv_rows, parse_landed_json
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.catalog import register_table
+from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
+from lakehouse_assets.lib.engine.csv_layout import OWN_OPTIONS, CsvPlan, has_header, reading_plan
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.engine.landing_names import landing_folder
-from lakehouse_assets.lib.engine.landing_schema import evolve_schema, stored_schema
+from lakehouse_assets.lib.engine.landing_schema import evolve_schema, schema_folder, stored_schema
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
@@ -48,10 +50,15 @@ def reject_outside_links(paths: LakehousePaths, landing_path: str, log: Log) -> 
 
 
 def read_landing(
-    spark: SparkSession, paths: LakehousePaths, source: LandingInput, log: Log, schema: dict[str, str] | None = None
+    spark: SparkSession,
+    paths: LakehousePaths,
+    source: LandingInput,
+    log: Log,
+    schema: dict[str, str] | None = None,
+    csv_plan: CsvPlan | None = None,
 ) -> DataFrame:
-    """The landed files as a stream: lines, CSV rows, or (``json``, ``parquet``, ``avro``) rows of
-    ``schema``."""
+    """The landed files as a stream: lines, CSV rows, or (``json``, ``csv`` with ``csv_plan``,
+    ``parquet``, ``avro``) rows of ``schema``."""
     path = landing_folder(paths, source)
     storage.make_dirs(path)
     if source.path is None:  # a folder the user's code names is theirs to link as they like
@@ -70,14 +77,24 @@ def read_landing(
         reader = reader.schema(source.schema)
     if source.format in SELF_DESCRIBING_FORMATS:  # by name: a file lacking a column reads null
         reader = reader.schema(", ".join(f"{delta_sql.quote(c)} {t}" for c, t in (schema or {}).items()))
-    df = reader.options(**source.options).load(path)
+    options = source.options
+    if csv_plan is not None:  # every value as text, by position; named by its file's header below
+        reader = reader.schema(", ".join(f"{c} string" for c in csv_positions(csv_plan.width)))
+        options = {k: v for k, v in options.items() if k.lower() not in OWN_OPTIONS}
+        options["header"] = str(has_header(source.options)).lower()
+    df = reader.options(**options).load(path)
     df = df.select(
         "*",
         F.col("_metadata.file_path").alias("_source_file"),
         F.current_timestamp().alias("_ingested_at"),
+        *([F.col("_metadata.file_name").alias("_lh_file")] if csv_plan else []),
     )
     if source.format == "json":
         return parse_landed_json(df, schema or {}, rescue_undeclared=source.evolution != "none")
+    if csv_plan is not None:
+        return parse_csv_rows(
+            df, schema or {}, csv_plan.headers, csv_plan.expected_files, rescue_undeclared=source.evolution != "none"
+        )
     return df
 
 
@@ -133,7 +150,11 @@ def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, lo
                     evolve_schema(spark, paths, table, param, source, log)
                     recorded = stored_schema(paths, table, param)
                 schema = recorded.columns if recorded else None
-            frames[param] = read_landing(spark, paths, source, log, schema)
+            plan = None
+            if source.format == "csv" and source.infers_schema:
+                folder = schema_folder(paths, table, param)
+                plan = reading_plan(folder, query_checkpoint(paths, table), list(schema or {}))
+            frames[param] = read_landing(spark, paths, source, log, schema, plan)
         elif isinstance(source, KafkaInput):
             frames[param] = read_kafka(spark, source, table)
         elif isinstance(source, CatalogInput):

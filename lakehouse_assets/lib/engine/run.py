@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
+from lakehouse_assets.lib.declare.parsing import UNEXAMINED
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
@@ -40,10 +41,12 @@ from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
 from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings
 
 Log = Callable[[str], None]
+UNEXAMINED_ATTEMPTS = 3
 
 
 def run_table(
@@ -94,7 +97,16 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log)
     report = RunReport(table.name)
     for flow in table.flow_runs():
         with session_settings(spark, flow.spark_conf, owner=flow.checkpoint_name):
-            _run_flow(spark, paths, flow, report, log)
+            for attempt in range(1, UNEXAMINED_ATTEMPTS + 1):
+                try:
+                    _run_flow(spark, paths, flow, report, log)
+                    break
+                except LakehouseError as error:
+                    # A CSV file that landed between reading the headers and the query's listing:
+                    # its micro-batch failed whole; the next attempt reads its header first.
+                    if UNEXAMINED not in str(error) or attempt == UNEXAMINED_ATTEMPTS:
+                        raise
+                    log(f"{error}; running the query again")
     report.duration_s = round(time.monotonic() - started, 3)
     return report
 

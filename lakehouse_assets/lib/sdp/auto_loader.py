@@ -1,5 +1,5 @@
 """Databricks Auto Loader (``spark.readStream.format("cloudFiles")``) in a pipeline's code, read
-by the engine's landed-file machinery (JSON, Parquet, Avro): inferred schema kept with the checkpoint, evolution modes,
+by the engine's landed-file machinery (JSON, CSV, Parquet, Avro): inferred schema kept with the checkpoint, evolution modes,
 hints and the rescued data column, from wherever the code's path points.
 
 While the definitions load, each ``cloudFiles`` read in a flow's plan becomes a landing input
@@ -50,10 +50,10 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
     cloud = {k[len("cloudFiles.") :].lower(): v for k, v in options.items() if k.lower().startswith("cloudfiles.")}
     plain = {k: v for k, v in options.items() if not k.lower().startswith("cloudfiles.")}
     file_format = (cloud.pop("format", None) or "").lower()
-    if file_format not in INFERRED_FORMATS:
+    if file_format not in (*INFERRED_FORMATS, "csv"):
         raise DeclarationError(
-            f"{place}: Auto Loader reads cloudFiles.format 'json' (one object per line), 'parquet' or 'avro' "
-            f"here, not {file_format or None!r}"
+            f"{place}: Auto Loader reads cloudFiles.format 'json' (one object per line), 'csv', 'parquet' or "
+            f"'avro' here, not {file_format or None!r}"
         )
     mode = cloud.pop("schemaevolutionmode", None)
     if mode is not None and mode not in SCHEMA_EVOLUTION_MODES:
@@ -61,20 +61,22 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
             f"{place}: cloudFiles.schemaEvolutionMode {mode!r} is not one of {SCHEMA_EVOLUTION_MODES}"
         )
     hints = cloud.pop("schemahints", None)
-    infer_types = cloud.pop("infercolumntypes", "true").lower() == "true"
+    infer_types = cloud.pop("infercolumntypes", "false").lower() == "true"
     cloud.pop("rescueddatacolumn", None)  # renamed at run time
     reader_options = {}
     if "maxfilespertrigger" in cloud:
         reader_options["maxFilesPerTrigger"] = cloud.pop("maxfilespertrigger")
     unknown = sorted(set(cloud) - _IGNORED)
-    if unknown or plain.get("multiLine", "false").lower() == "true":
+    if unknown or (file_format == "json" and plain.get("multiLine", "false").lower() == "true"):
         raise DeclarationError(
             f"{place}: Auto Loader option(s) {', '.join(unknown) or 'multiLine'} are not supported here; "
-            "supported: cloudFiles.format=json|parquet|avro, schemaEvolutionMode, schemaHints, inferColumnTypes, "
+            "supported: cloudFiles.format=json|csv|parquet|avro, schemaEvolutionMode, schemaHints, inferColumnTypes, "
             "rescuedDataColumn, maxFilesPerTrigger, pathGlobFilter"
         )
     glob = plain.pop("pathGlobFilter", "*")
-    reader_options.update({k: v for k, v in plain.items() if k != "multiLine"})
+    reader_options.update({k: v for k, v in plain.items() if k != "multiLine" or file_format == "csv"})
+    if file_format == "csv" and not any(k.lower() == "header" for k in reader_options):
+        reader_options["header"] = "false"  # Databricks' default: the first line is a record
     declared = landing(
         read.paths[0].rstrip("/").rsplit("/", 1)[-1] or read.paths[0],
         format=cast(LandingFormat, file_format),  # one of INFERRED_FORMATS, checked above
@@ -93,7 +95,7 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
         declared.schema_hints,
         declared.schema_evolution,
         path=read.paths[0],
-        infer_column_types=infer_types or file_format != "json",  # Databricks: JSON and CSV only
+        infer_column_types=infer_types or file_format not in ("json", "csv"),  # Databricks: JSON and CSV only
     )
 
 
