@@ -24,7 +24,7 @@ ROUND_1 = {"a.csv": "id,kwh\n1,1.5\n2,2.25\n"}
 ROUND_2 = {"b.csv": "site,id,kwh\nx,3,n/a\ny,4,1\n"}
 # Two new columns, a quoted value with a comma, an empty one (null), and a gzipped file
 # whose header lacks kwh.
-ROUND_3 = {"c.csv": 'id,kwh,site,note\n5,0.5,z,"hello, world"\n6,0.25,,\n', "d.csv.gz": "note,id\nlate,7\n"}
+ROUND_3 = {"c.csv": 'id,kwh,site,note\n5,0.5,z,"hello, world"\n6,0.25,,\n', "d 2.csv.gz": "note,id\nlate,7\n"}
 TYPES = {"id": int, "kwh": float, "site": str, "note": str}
 
 

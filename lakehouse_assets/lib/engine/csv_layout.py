@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.delta_sql import sql_type
 from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.engine.idle import seen_files
 from lakehouse_assets.lib.errors import LakehouseError, first_line
@@ -98,10 +99,6 @@ def record_headers(schema_folder: str, found: dict[str, list[str]]) -> None:
     storage.write_text(headers_file(schema_folder), json.dumps({"headers": distinct, "files": files}))
 
 
-def _spark_type(name: str) -> str:
-    return {"integer": "int", "long": "bigint"}.get(name, name)
-
-
 def infer_types(
     spark: SparkSession, headers: dict[str, list[str]], folder: str, options: dict[str, str]
 ) -> dict[str, str]:
@@ -126,10 +123,7 @@ def infer_types(
             if engine_lost(error, current().spark_remote):
                 raise
             raise LakehouseError(f"{files[0]} is not a readable CSV file ({first_line(error)[:300]})") from error
-        kinds = [
-            _spark_type(f.dataType.typeName()) if f.dataType.typeName() != "decimal" else f.dataType.simpleString()
-            for f in schema.fields
-        ]
+        kinds = [sql_type(f.dataType) for f in schema.fields]
         for column, kind in zip(columns, kinds + ["string"] * (len(columns) - len(kinds)), strict=False):
             known = merged.get(column)
             merged[column] = kind if known in (None, kind) else _WIDER.get(frozenset((known, kind)), "string")
