@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-
-from kafka import KafkaConsumer, TopicPartition
-from kafka.errors import KafkaError, KafkaTimeoutError
+from typing import TYPE_CHECKING
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput
 from lakehouse_assets.lib.errors import KafkaProblem
+
+if TYPE_CHECKING:
+    from kafka import KafkaConsumer
 
 Partition = tuple[str, int]
 
@@ -50,6 +51,10 @@ def client_options(options: dict[str, str]) -> dict[str, str] | None:
 
 
 def _consumer(servers: str, timeout_s: float, options: dict[str, str]) -> KafkaConsumer:
+    # kafka-python is imported when a broker is asked, not by every run's code location.
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaTimeoutError
+
     timeout_ms = int(timeout_s * 1000)
     try:
         return KafkaConsumer(
@@ -78,6 +83,9 @@ def topic_offsets(source: KafkaInput, servers: str, timeout_s: float = 10.0) -> 
 
     :raises KafkaProblem: the brokers do not answer, or no subscribed topic exists yet.
     """
+    from kafka import TopicPartition
+    from kafka.errors import KafkaError
+
     options = client_options(source.options)
     if options is None:
         return None
