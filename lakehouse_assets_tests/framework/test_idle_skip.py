@@ -72,6 +72,8 @@ def test_the_files_a_file_source_has_recorded() -> None:
     later = 'v1\n{"path":"s3a://bucket/r/landing/events/c.jsonl","timestamp":3,"batchId":2}'
     assert seen_files([("9.compact", compact), ("10", later)]) == {"a.jsonl", "b.jsonl", "c.jsonl"}
     assert seen_files([("0", "v1\nnot json")]) is None
+    # Spark logs paths URL-encoded; the landing folder lists names as they are.
+    assert seen_files([("0", 'v1\n{"path":"file:///x/a%20b+c.csv"}')]) == {"a b+c.csv"}
     assert seen_files([("0", 'v1\n{"no_path": 1}')]) is None
 
 

@@ -6,6 +6,7 @@ costs a Python worker on a Connect engine (about 1.5 s); these answers cost a fe
 from __future__ import annotations
 
 import json
+from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
@@ -49,7 +50,7 @@ def seen_files(names_and_texts: list[tuple[str, str]]) -> set[str] | None:
                 path = json.loads(line)["path"]
             except (ValueError, KeyError, TypeError):
                 return None
-            seen.add(str(path).rstrip("/").rsplit("/", 1)[-1])
+            seen.add(unquote(str(path).rstrip("/").rsplit("/", 1)[-1]))  # logged URL-encoded
     return seen
 
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import (
@@ -49,6 +49,12 @@ def reject_outside_links(paths: LakehousePaths, landing_path: str, log: Log) -> 
                 log(f"rejected {entry}: a symbolic link to {target}, outside the data root")
 
 
+def _file_name() -> Column:
+    """The row's file's base name as listed (Spark gives it URL-encoded: a space as %20; a "+"
+    is itself, so it is kept from the decoder, which would read it as a space)."""
+    return F.url_decode(F.replace(F.col("_metadata.file_name"), F.lit("+"), F.lit("%2B")))
+
+
 def read_landing(
     spark: SparkSession,
     paths: LakehousePaths,
@@ -87,7 +93,7 @@ def read_landing(
         "*",
         F.col("_metadata.file_path").alias("_source_file"),
         F.current_timestamp().alias("_ingested_at"),
-        *([F.col("_metadata.file_name").alias("_lh_file")] if csv_plan else []),
+        *([_file_name().alias("_lh_file")] if csv_plan else []),
     )
     if source.format == "json":
         return parse_landed_json(df, schema or {}, rescue_undeclared=source.evolution != "none")
