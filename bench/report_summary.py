@@ -215,9 +215,9 @@ def explanations(r: dict) -> list[str]:
 
 
 LATENCY_PARTS = {
-    "sensor": "landing → run requested (the sensor daemon's next pass, every 5 s, and what is left of the 1 s settle time)",
+    "sensor": "landing → run requested (the sensor finding it and requesting a run)",
     "queue": "run requested → launched (the queue, checked every second)",
-    "run_start": "run launched → started (a new run process: Python, Dagster, the code location)",
+    "run_start": "run launched → started (a run process forked warm: Dagster and the code location already loaded)",
     "bronze_events": "bronze_events: step start, query and metadata (in the warm Spark server)",
     "bronze_events/checks": "bronze_events: its asset checks (blocking: they run before silver)",
     "silver_events": "silver_events: step start, query and metadata",
