@@ -17,11 +17,14 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import LakehouseError, LakehousePaths, landing, stream, streaming_table
 from lakehouse_assets.lib.engine import faults
+from lakehouse_assets.lib.engine.csv_layout import read_header
+from lakehouse_assets.lib.engine.source_log import committed_files
 from lakehouse_assets.lib.engine.run import run_table
 
 ROUND_1 = {"a.csv": "id,kwh\n1,1.5\n2,2.25\n"}
-# Columns in another order, one new, a value that is not a number.
-ROUND_2 = {"b.csv": "site,id,kwh\nx,3,n/a\ny,4,1\n"}
+# Columns in another order, one new, a value that is not a number; a row with a value past the
+# end of its file's header (kept as _c2).
+ROUND_2 = {"b.csv": "site,id,kwh\nx,3,n/a\ny,4,1\n", "b0.csv": "id,kwh\n11,1.0,surplus\n"}
 # Two new columns, a quoted value with a comma, an empty one (null), and a gzipped file
 # whose header lacks kwh.
 ROUND_3 = {"c.csv": 'id,kwh,site,note\n5,0.5,z,"hello, world"\n6,0.25,,\n', "d 2.csv.gz": "note,id\nlate,7\n"}
@@ -73,7 +76,8 @@ def expected(files: dict[str, str], columns: list[str], rescue_new: bool) -> lis
     for text in files.values():
         header, *records = list(csv.reader(io.StringIO(text)))
         for record in records:
-            values = {name: value or None for name, value in zip(header, record, strict=True)}
+            names = header + [f"_c{i}" for i in range(len(header), len(record))]
+            values = {name: value or None for name, value in zip(names, record, strict=True)}
             row = {c: None if values.get(c) is None else _typed(values[c], TYPES[c]) for c in columns}
             rescued = {
                 name: value
@@ -161,3 +165,46 @@ def test_a_file_landing_as_the_query_starts_is_read_by_its_header(tmp_path: Path
         faults.install(None)
     assert "readings: a CSV file landed as this run started, after its header was read: e.csv; running the query again" in messages
     assert rows_of(spark, paths, "readings") == expected({**ROUND_1, **ROUND_2, **late}, ["id", "kwh", "site"], True)
+
+
+@pytest.mark.unit
+def test_headers_are_read_as_spark_reads_them(tmp_path: Path) -> None:
+    def header(text: str | bytes, options: dict[str, str] | None = None, name: str = "f.csv", known=None) -> list[str]:
+        path = tmp_path / name
+        data = text if isinstance(text, bytes) else text.encode()
+        path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+        return read_header(str(path), options or {}, known)
+
+    assert header("\ufeffid,kwh\n1,2\n") == ["id", "kwh"]
+    assert header('"id","k,wh",site\n1,2,3\n', {"quote": '"', "escape": '"'}) == ["id", "k,wh", "site"]
+    assert header('"a ""b""",c\n', {"escape": '"'}) == ['a "b"', "c"]
+    assert header("\n   \n# made by x\nid;kwh\n", {"sep": ";", "comment": "#"}) == ["id", "kwh"]
+    assert header("id\tkwh\n", {"sep": "\\t"}) == ["id", "kwh"]
+    assert header("id||kwh\n", {"sep": "||"}) == ["id", "kwh"]
+    assert header("id,,ID,x\n") == ["id0", "_c1", "ID2", "x"]  # Spark's names for empty and repeated ones
+    assert header("note,id\n", name="g.csv.gz") == ["note", "id"]
+    assert header("1,2,3\n", {"header": "false"}, known=["id", "kwh"]) == ["id", "kwh", "_c2"]
+    (tmp_path / "bad.csv.gz").write_bytes(b"not gzip")
+    with pytest.raises(LakehouseError, match="cannot read the header of landed file .*bad.csv.gz"):
+        read_header(str(tmp_path / "bad.csv.gz"), {})
+
+
+@pytest.mark.unit
+def test_a_replayed_batch_keeps_its_files_pending(tmp_path: Path) -> None:
+    """Only the files of committed batches leave the query's plan: the source's own batch ids
+    (which a no-data batch makes drift from the query's) are read from the committed offset."""
+    query = tmp_path / "query"
+    for folder in ("commits", "offsets", "sources/0", "sources/1"):
+        (query / folder).mkdir(parents=True)
+    entry = '{{"path":"file:///r/landing/{src}/{name}","timestamp":1,"batchId":{batch}}}'
+    (query / "sources/0/0").write_text("v1\n" + entry.format(src="other", name="a.csv", batch=0))
+    (query / "sources/1/0").write_text("v1\n" + entry.format(src="meters", name="a%20b.csv", batch=0))
+    (query / "sources/1/1").write_text("v1\n" + entry.format(src="meters", name="c.csv", batch=1))
+    for batch, log_offset in ((0, 0), (1, 0), (2, 1)):  # batch 1: no data; batch 2 planned, not committed
+        (query / f"offsets/{batch}").write_text(f'v1\n{{}}\n{{"logOffset":0}}\n{{"logOffset":{log_offset}}}')
+    (query / "commits/0").write_text("v1")
+    (query / "commits/1").write_text("v1")
+    assert committed_files(str(query), "/r/landing/meters") == {"a b.csv"}
+    (query / "commits/2").write_text("v1")
+    assert committed_files(str(query), "/r/landing/meters") == {"a b.csv", "c.csv"}
+    assert committed_files(str(query), "/r/landing/nowhere") == set()

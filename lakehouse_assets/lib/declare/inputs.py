@@ -189,8 +189,8 @@ def landing(
         writer schema (the ``spark-avro`` jar is fetched at setup).
     :param glob: which file names to read, e.g. ``*.{json,jsonl}``; ``.gz`` variants must match too.
     :param options: Spark reader options (CSV header, encoding, ...).
-    :param schema: DDL schema, e.g. ``"id string, kwh double"`` (CSV: required; JSON: instead of
-        inference, and the starting point of evolution).
+    :param schema: DDL schema, e.g. ``"id string, kwh double"``: instead of inference, and the
+        starting point of evolution (CSV with ``schema=`` alone: read by position).
     :param schema_hints: JSON, CSV, Parquet, Avro: DDL types that override inferred ones, e.g. ``"ts timestamp"``;
         a hinted column absent from the files is added too.
     :param schema_evolution: JSON, CSV, Parquet, Avro: what a file with new fields does. ``addNewColumns`` (default
@@ -217,10 +217,17 @@ def landing(
             f"landing({source!r}): schema_evolution must be one of {', '.join(SCHEMA_EVOLUTION_MODES)}, "
             f"not {schema_evolution!r}"
         )
+    declared = LandingInput(source, format, glob, dict(options or {}), schema, schema_hints, schema_evolution)
+    recursive = any(k.lower() == "recursivefilelookup" and str(v).lower() == "true" for k, v in (options or {}).items())
+    if format == "csv" and declared.infers_schema and recursive:
+        raise DeclarationError(
+            f"landing({source!r}): a CSV input read by header name reads the files of its folder, "
+            "not of sub-folders (recursiveFileLookup); give schema= to read them by position"
+        )
     for ddl in (schema, schema_hints):
         if ddl and (format in INFERRED_FORMATS or (format == "csv" and (schema_hints or schema_evolution))):
             ddl_columns(ddl)  # a malformed DDL stops the declaration, not a run
-    return LandingInput(source, format, glob, dict(options or {}), schema, schema_hints, schema_evolution)
+    return declared
 
 
 def ddl_columns(ddl: str) -> dict[str, str]:

@@ -92,6 +92,25 @@ def csv_positions(width: int) -> list[str]:
     return [f"_c{i}" for i in range(width)]
 
 
+def _padded(names: list[str], width: int) -> list[str]:
+    """``names`` named on to ``width`` positions: a value past the header's end is kept under
+    ``_c<i>`` (the name Spark gives an unnamed column)."""
+    taken = set(names)
+    return names + [f"_c{i}" if f"_c{i}" not in taken else f"_c{i}_extra" for i in range(len(names), width)]
+
+
+def _typed_value(raw: Column, kind: str, formats: dict[str, str]) -> Column:
+    """A CSV value as ``kind``: null when it does not fit. Dates and timestamps follow the
+    reader's ``dateFormat`` and ``timestampFormat`` when given, as Spark's CSV reader does."""
+    if kind == "string":
+        return raw
+    if kind == "date" and "date" in formats:
+        return F.try_to_timestamp(raw, F.lit(formats["date"])).cast("date")
+    if kind.startswith("timestamp") and "timestamp" in formats:
+        return F.try_to_timestamp(raw, F.lit(formats["timestamp"])).cast(kind)
+    return raw.try_cast(kind)
+
+
 def parse_csv_rows(
     rows: DataFrame,
     fields: dict[str, str],
@@ -99,39 +118,38 @@ def parse_csv_rows(
     expected_files: list[str],
     rescue_undeclared: bool = True,
     file_column: str = "_lh_file",
+    formats: dict[str, str] | None = None,
 ) -> DataFrame:
     """CSV rows read by position (string columns ``_c0`` ..., see :func:`csv_positions`) as rows
     of ``fields``, each value taken by its file's header name: files may order their columns
     differently, lack some (null) or bring others (``_rescued_data``, unless not
-    ``rescue_undeclared``). A value that does not cast to its column's type is null there and
-    kept as text in ``_rescued_data``. A row of a file that is not in ``expected_files`` stops
-    the query (its header is unknown), naming the file.
+    ``rescue_undeclared``; so do values past the end of a file's header, as ``_c<i>``). A value
+    that does not fit its column's type is null there and kept as text in ``_rescued_data``. A
+    row of a file that is not in ``expected_files`` stops the query (its header is unknown),
+    naming the file.
 
     :param rows: positional string columns, ``file_column`` and any further columns (kept).
     :param fields: column name -> Spark SQL type, in order.
-    :param headers: the header of each expected file whose header is not the first columns
-        of ``fields`` in order (those are read by position).
+    :param headers: the header of each expected file whose header is not exactly the names of
+        ``fields`` in order (those are read by position).
     :param expected_files: the base names of the files the rows may come from.
     :param rescue_undeclared: as in :func:`parse_json_lines`.
     :param file_column: the column holding each row's file's base name.
+    :param formats: ``{"date": ..., "timestamp": ...}`` patterns of the reader's options.
     """
     width = len([c for c in rows.columns if re.fullmatch(r"_c\d+", c)])
     file = F.col(file_column)
-    names: Column = F.array(*[F.lit(n) for n in fields])
+    names: Column = F.array(*[F.lit(n) for n in _padded(list(fields), width)])
     for name, header in headers.items():
-        names = F.when(file == F.lit(name), F.array(*[F.lit(h) for h in header])).otherwise(names)
+        names = F.when(file == F.lit(name), F.array(*[F.lit(h) for h in _padded(header, width)])).otherwise(names)
     values = F.array(*[F.col(c) for c in csv_positions(width)])
-    by_name = F.map_from_arrays(F.col("__lh_names"), F.slice(values, 1, F.size(F.col("__lh_names"))))
     staged = rows.where(
         F.when(file.isin(expected_files), F.lit(True)).otherwise(
             F.raise_error(F.concat(F.lit(f"LakehouseError: {UNEXAMINED} "), file))
         )
-    ).select("*", names.alias("__lh_names"))
-    staged = staged.select("*", by_name.alias("__lh_map"))
-    typed = {
-        name: F.col("__lh_map").getItem(name) if kind == "string" else F.col("__lh_map").getItem(name).try_cast(kind)
-        for name, kind in fields.items()
-    }
+    ).select("*", F.map_from_arrays(names, values).alias("__lh_map"))
+    by_name = F.col("__lh_map")
+    typed = {name: _typed_value(by_name.getItem(name), kind, formats or {}) for name, kind in fields.items()}
     declared = F.array(*[F.lit(n) for n in fields])
 
     def keep(key: Column, value: Column) -> Column:
@@ -141,7 +159,7 @@ def parse_csv_rows(
                 condition = condition | ((key == F.lit(name)) & typed[name].isNull())
         return value.isNotNull() & condition
 
-    rescued = F.map_filter(F.col("__lh_map"), keep)
+    rescued = F.map_filter(by_name, keep)
     others = [F.col(f"`{c}`") for c in rows.columns if c != file_column and not re.fullmatch(r"_c\d+", c)]
     return staged.select(
         *[typed[name].alias(name) for name in fields],

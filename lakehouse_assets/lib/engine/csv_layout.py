@@ -17,11 +17,12 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.delta_sql import sql_type
 from lakehouse_assets.lib.engine.errors import engine_lost
-from lakehouse_assets.lib.engine.idle import seen_files
+from lakehouse_assets.lib.engine.source_log import committed_files
 from lakehouse_assets.lib.errors import LakehouseError, first_line
 from lakehouse_assets.lib.settings import current
 
 HEAD_BYTES = 1 << 20  # a header longer than this is not a header
+csv.field_size_limit(HEAD_BYTES)
 # Reader options the engine sets itself when it reads by header name.
 OWN_OPTIONS = ("header", "inferschema", "enforceschema", "columnnameofcorruptrecord", "mode", "samplingratio")
 # Type pairs found in two files' columns and the type both fit (anything else: string).
@@ -53,25 +54,71 @@ def has_header(options: dict[str, str]) -> bool:
     return _option(options, "header", default="true").lower() == "true"
 
 
-def read_header(path: str, options: dict[str, str]) -> list[str]:
-    """The column names of the CSV file ``path`` (``.gz`` decompressed), as Spark names them: an
-    empty name is ``_c<i>``, a repeated one gets its position appended; ``_c<i>`` for every
-    field when the input's files have no header."""
-    filesystem, inner = storage.resolve(path)
-    with filesystem.open_input_stream(inner, compression="detect") as stream:
-        head = stream.read(HEAD_BYTES)
-    encoding = _option(options, "encoding", "charset", default="utf-8")
-    text = head.decode(encoding, errors="replace").lstrip("\ufeff")
-    sep = _option(options, "sep", "delimiter", default=",")
+def value_formats(options: dict[str, str]) -> dict[str, str]:
+    """The reader's ``dateFormat`` and ``timestampFormat``, keyed ``date`` and ``timestamp``."""
+    found = {
+        "date": _option(options, "dateformat", default=""),
+        "timestamp": _option(options, "timestampformat", default=""),
+    }
+    return {kind: pattern for kind, pattern in found.items() if pattern}
+
+
+def _spark_char(text: str) -> str:
+    """A separator option as Spark reads it: ``\\t`` is a tab, ``\\u0001`` that character."""
+    if text.startswith("\\u") and len(text) == 6:
+        return chr(int(text[2:], 16))
+    return {"\\t": "\t", "\\n": "\n", "\\r": "\r", "\\\\": "\\"}.get(text, text)
+
+
+def _first_record(text: str, options: dict[str, str]) -> list[str]:
+    """The fields of the text's first record, found as Spark finds a header: blank lines and
+    lines starting with the ``comment`` prefix are skipped first."""
+    comment = _option(options, "comment", default="")
+    start = 0
+    for line in text.split("\n"):
+        if line.strip() and not (comment and line.startswith(comment)):
+            break
+        start += len(line) + 1
+    text = text[start:]
+    sep = _spark_char(_option(options, "sep", "delimiter", default=","))
     quote = _option(options, "quote", default='"')
     escape = _option(options, "escape", default="\\")
-    if len(sep) == 1:
-        dialect = {"delimiter": sep, "quotechar": quote or None, "escapechar": escape or None}
-        row = next(csv.reader(io.StringIO(text), doublequote=escape == quote, **dialect), [])  # type: ignore[arg-type]
-    else:
-        row = text.splitlines()[0].split(sep) if text else []
+    if len(sep) != 1:
+        first = text.split("\n", 1)[0].rstrip("\r")
+        return [f.strip().strip(quote) if quote else f for f in first.split(sep)] if first else []
+    doubled = escape == quote  # RFC 4180: a quote inside quotes is written twice
+    reader = csv.reader(
+        io.StringIO(text),
+        delimiter=sep,
+        quotechar=quote or None,
+        escapechar=None if doubled or not escape else escape,
+        doublequote=doubled,
+    )
+    return next(reader, [])
+
+
+def read_header(path: str, options: dict[str, str], columns: list[str] | None = None) -> list[str]:
+    """The column names of the CSV file ``path`` (``.gz`` decompressed), as Spark names them: an
+    empty name is ``_c<i>``, a repeated one (in any case) gets its position appended. Files
+    without a header (``header`` false) are read by position: the ``columns`` known so far,
+    then ``_c<i>``.
+
+    :raises LakehouseError: the file cannot be read as text.
+    """
+    try:
+        filesystem, inner = storage.resolve(path)
+        with filesystem.open_input_stream(inner, compression="detect") as stream:
+            head = stream.read(HEAD_BYTES)
+        encoding = _option(options, "encoding", "charset", default="utf-8")
+        text = head.decode(encoding, errors="replace").lstrip("\ufeff")
+        row = _first_record(text, options)
+    except (OSError, LookupError, csv.Error, EOFError) as error:
+        raise LakehouseError(
+            f"cannot read the header of landed file {path} ({error}); remove it or land a fixed copy"
+        ) from None
     if not has_header(options):
-        return [f"_c{i}" for i in range(len(row))]
+        known = columns or []
+        return [known[i] if i < len(known) else f"_c{i}" for i in range(len(row))]
     names = [n.strip() or f"_c{i}" for i, n in enumerate(row)]
     lower = [n.lower() for n in names]
     return [f"{n}{i}" if lower.count(n.lower()) > 1 else n for i, n in enumerate(names)]
@@ -89,6 +136,8 @@ def known_headers(schema_folder: str) -> dict[str, list[str]]:
 
 def record_headers(schema_folder: str, found: dict[str, list[str]]) -> None:
     """Keep the headers of newly examined files (distinct headers stored once)."""
+    if not found:
+        return
     every = {**known_headers(schema_folder), **found}
     distinct: list[list[str]] = []
     files = {}
@@ -130,25 +179,10 @@ def infer_types(
     return merged
 
 
-def committed_files(query_checkpoint: str) -> set[str]:
-    """The files of the micro-batches the query has committed (a replayed batch reads its files
-    again, so they are not among them)."""
-    commits = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
-    if not commits:
-        return set()
-    log = f"{query_checkpoint}/sources/0"
-    done = [
-        n
-        for n in storage.list_names(log)
-        if n.removesuffix(".compact").isdigit() and int(n.removesuffix(".compact")) <= max(commits)
-    ]
-    return seen_files([(n, storage.read_text(f"{log}/{n}") or "") for n in done]) or set()
-
-
-def reading_plan(schema_folder: str, query_checkpoint: str, columns: list[str]) -> CsvPlan:
-    """What a run's query needs to read the input's CSV rows by header name."""
-    done = committed_files(query_checkpoint)
+def reading_plan(schema_folder: str, query_checkpoint: str, landing_folder: str, columns: list[str]) -> CsvPlan:
+    """What a run's query needs to read the input's CSV rows by header name: the headers of the
+    files it may read (those its query has not committed) that are not exactly ``columns``."""
+    done = committed_files(query_checkpoint, landing_folder)
     pending = {n: h for n, h in known_headers(schema_folder).items() if n not in done}
-    reordered = {n: h for n, h in pending.items() if h != columns[: len(h)]}
     width = max([len(columns), *(len(h) for h in pending.values())])
-    return CsvPlan(width, reordered, sorted(pending))
+    return CsvPlan(width, {n: h for n, h in pending.items() if h != columns}, sorted(pending))

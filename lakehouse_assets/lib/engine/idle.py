@@ -6,7 +6,6 @@ costs a Python worker on a Connect engine (about 1.5 s); these answers cost a fe
 from __future__ import annotations
 
 import json
-from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
@@ -15,6 +14,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
+from lakehouse_assets.lib.engine.source_log import seen_files
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
@@ -37,21 +37,6 @@ def idle_stream_input(offsets: list[str], committed: bool, latest_version: int |
         and isinstance(offset.get("reservoirVersion"), int)
         and latest_version < offset["reservoirVersion"]
     )
-
-
-def seen_files(names_and_texts: list[tuple[str, str]]) -> set[str] | None:
-    """The base names of the files a file source's log records (``sources/0/<batch>`` and its
-    ``.compact`` files: a ``v1`` line, then a JSON object per file); None if a line does not
-    read as one, so the caller runs the query."""
-    seen: set[str] = set()
-    for _, text in names_and_texts:
-        for line in text.splitlines()[1:]:
-            try:
-                path = json.loads(line)["path"]
-            except (ValueError, KeyError, TypeError):
-                return None
-            seen.add(unquote(str(path).rstrip("/").rsplit("/", 1)[-1]))  # logged URL-encoded
-    return seen
 
 
 def _last_batch_committed(query: str) -> bool:

@@ -154,8 +154,11 @@ def _csv_fields(
     """The columns the headers of the CSV ``files`` name (typed by Spark's inference where the
     schema may take them, else string), and which file names each first; the headers are kept."""
     landed = landing_folder(paths, source)
-    headers = {n: read_header(f"{landed}/{n}", source.options) for n in files}
-    names = list(dict.fromkeys(c for n in sorted(headers) for c in headers[n]))
+    headers = {n: read_header(f"{landed}/{n}", source.options, list(known or {})) for n in files}
+    first_spelling: dict[str, str] = {}  # Spark and Delta resolve names case-insensitively
+    for name in (c for n in sorted(headers) for c in headers[n]):
+        first_spelling.setdefault(name.lower(), name)
+    names = list(first_spelling.values())
     wanted = set(names) if known is None else set(_new(dict.fromkeys(names, ""), known))
     typed = {}
     if (

@@ -67,7 +67,7 @@ class BatchLedger:
 
     def add_up(self, report: RunReport) -> None:
         """Add every recorded micro-batch to ``report``, in batch order, and forget them."""
-        for name in sorted(storage.list_names(self.folder)):
+        for name in sorted(n for n in storage.list_names(self.folder) if n.endswith(".json") and n[0] != "."):
             text = storage.read_text(f"{self.folder}/{name}")
             if text:
                 _add(report, json.loads(text))

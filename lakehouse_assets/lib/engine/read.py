@@ -21,7 +21,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.catalog import register_table
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.engine.csv_layout import OWN_OPTIONS, CsvPlan, has_header, reading_plan
+from lakehouse_assets.lib.engine.csv_layout import OWN_OPTIONS, CsvPlan, has_header, reading_plan, value_formats
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.engine.landing_names import landing_folder
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema, schema_folder, stored_schema
@@ -99,7 +99,12 @@ def read_landing(
         return parse_landed_json(df, schema or {}, rescue_undeclared=source.evolution != "none")
     if csv_plan is not None:
         return parse_csv_rows(
-            df, schema or {}, csv_plan.headers, csv_plan.expected_files, rescue_undeclared=source.evolution != "none"
+            df,
+            schema or {},
+            csv_plan.headers,
+            csv_plan.expected_files,
+            rescue_undeclared=source.evolution != "none",
+            formats=value_formats(source.options),
         )
     return df
 
@@ -159,7 +164,8 @@ def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, lo
             plan = None
             if source.format == "csv" and source.infers_schema:
                 folder = schema_folder(paths, table, param)
-                plan = reading_plan(folder, query_checkpoint(paths, table), list(schema or {}))
+                checkpoint = query_checkpoint(paths, table)
+                plan = reading_plan(folder, checkpoint, landing_folder(paths, source), list(schema or {}))
             frames[param] = read_landing(spark, paths, source, log, schema, plan)
         elif isinstance(source, KafkaInput):
             frames[param] = read_kafka(spark, source, table)

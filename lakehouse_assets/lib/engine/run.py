@@ -107,6 +107,7 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log)
                     if UNEXAMINED not in str(error) or attempt == UNEXAMINED_ATTEMPTS:
                         raise
                     log(f"{error}; running the query again")
+            report.warnings = list(dict.fromkeys(report.warnings))  # once, whatever the attempts
     report.duration_s = round(time.monotonic() - started, 3)
     return report
 

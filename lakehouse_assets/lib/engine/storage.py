@@ -4,6 +4,8 @@ from any process (a Spark Connect client has no JVM to ask)."""
 from __future__ import annotations
 
 import fcntl
+import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -112,8 +114,16 @@ def write_bytes(path: str, data: bytes) -> None:
     if parent:
         filesystem.create_dir(parent, recursive=True)
     # compression=None: the bytes as given (pyarrow would gzip again a name ending in .gz).
-    with filesystem.open_output_stream(inner, compression=None) as stream:
+    if not isinstance(filesystem, pafs.LocalFileSystem):  # one PUT: whole or nothing
+        with filesystem.open_output_stream(inner, compression=None) as stream:
+            stream.write(data)
+        return
+    # A local file is written beside and renamed over: a crash leaves the old file or the new.
+    folder, name = inner.rsplit("/", 1)
+    staged = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.tmp"  # a dot: listings skip it
+    with filesystem.open_output_stream(staged, compression=None) as stream:
         stream.write(data)
+    filesystem.move(staged, inner)
 
 
 @contextmanager
