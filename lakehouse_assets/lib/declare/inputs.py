@@ -13,6 +13,7 @@ from lakehouse_assets.lib.errors import DeclarationError
 ReadMode = Literal["stream", "static", "change_feed"]
 LandingFormat = Literal["text", "csv", "json", "parquet", "avro"]
 INFERRED_FORMATS = ("json", "parquet", "avro")
+EVOLVING_FORMATS = ("json", "csv", "parquet", "avro")  # CSV: when it is read by header name
 # Formats whose files carry their own typed schema: no rescued data column.
 SELF_DESCRIBING_FORMATS = ("parquet", "avro")
 # Auto Loader's names for what a landed file with fields the schema lacks does to the schema.
@@ -203,7 +204,7 @@ def landing(
         raise DeclarationError(
             f"landing({source!r}): format must be 'text', 'csv', 'json', 'parquet' or 'avro', not {format!r}"
         )
-    if format not in (*INFERRED_FORMATS, "csv") and (schema_hints or schema_evolution):
+    if format not in EVOLVING_FORMATS and (schema_hints or schema_evolution):
         raise DeclarationError(
             f"landing({source!r}): schema_hints and schema_evolution apply to format='json', 'csv', 'parquet' or 'avro'"
         )
@@ -225,7 +226,7 @@ def landing(
             "not of sub-folders (recursiveFileLookup); give schema= to read them by position"
         )
     for ddl in (schema, schema_hints):
-        if ddl and (format in INFERRED_FORMATS or (format == "csv" and (schema_hints or schema_evolution))):
+        if ddl and declared.infers_schema:
             ddl_columns(ddl)  # a malformed DDL stops the declaration, not a run
     return declared
 

@@ -54,6 +54,11 @@ def has_header(options: dict[str, str]) -> bool:
     return _option(options, "header", default="true").lower() == "true"
 
 
+def reader_options(options: dict[str, str]) -> dict[str, str]:
+    """The input's reader options without those the engine sets itself (``OWN_OPTIONS``)."""
+    return {k: v for k, v in options.items() if k.lower() not in OWN_OPTIONS}
+
+
 def value_formats(options: dict[str, str]) -> dict[str, str]:
     """The reader's ``dateFormat`` and ``timestampFormat``, keyed ``date`` and ``timestamp``."""
     found = {
@@ -158,11 +163,10 @@ def infer_types(
     for name, header in sorted(headers.items()):
         groups.setdefault(tuple(header), []).append(f"{folder}/{name}")
     merged: dict[str, str] = {}
-    reader_options = {k: v for k, v in options.items() if k.lower() not in OWN_OPTIONS}
     for columns, files in groups.items():
         try:
             schema = (
-                spark.read.options(**reader_options)
+                spark.read.options(**reader_options(options))
                 .option("header", has_header(options))
                 .option("inferSchema", "true")
                 .csv(files)

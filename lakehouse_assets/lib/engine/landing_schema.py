@@ -32,6 +32,8 @@ from lakehouse_assets.lib.errors import LakehouseError, first_line
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 Log = Callable[[str], None]
+# The modes under which landed files' new fields are looked for: to add them, or to refuse them.
+LOOKS_FOR_NEW_FIELDS = ("addNewColumns", "failOnNewColumns")
 
 
 @dataclass(frozen=True)
@@ -161,11 +163,7 @@ def _csv_fields(
     names = list(first_spelling.values())
     wanted = set(names) if known is None else set(_new(dict.fromkeys(names, ""), known))
     typed = {}
-    if (
-        wanted
-        and source.infer_column_types
-        and (known is None or source.evolution in ("addNewColumns", "failOnNewColumns"))
-    ):
+    if wanted and source.infer_column_types and (known is None or source.evolution in LOOKS_FOR_NEW_FIELDS):
         typed = infer_types(spark, {n: h for n, h in headers.items() if wanted & set(h)}, landed, source.options)
     record_headers(folder, headers)
 
@@ -205,7 +203,7 @@ def evolve_schema(
         known = {**known, **missing}
         record(known, missing, {})
         changes += [f"added column {c} {t} (now in schema=)" for c, t in missing.items()]
-    if known is None or source.evolution in ("addNewColumns", "failOnNewColumns") or source.format == "csv":
+    if known is None or source.evolution in LOOKS_FOR_NEW_FIELDS or source.format == "csv":
         examined = _examined(folder)
         files = [n for n in _landed_files(paths, source) if n not in examined]
         if source.format == "csv":
@@ -227,7 +225,7 @@ def evolve_schema(
                 )
             record(known, {}, first_in(list(inferred)))
             changes.append(f"inferred the schema of {where}: " + ", ".join(f"{c} {t}" for c, t in known.items()))
-        new = _new(inferred, known) if source.evolution in ("addNewColumns", "failOnNewColumns") else {}
+        new = _new(inferred, known) if source.evolution in LOOKS_FOR_NEW_FIELDS else {}
         found_in = first_in(list(new))
         if new and source.evolution == "failOnNewColumns":
             raise LakehouseError(

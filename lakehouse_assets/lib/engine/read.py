@@ -21,7 +21,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.catalog import register_table
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.engine.csv_layout import OWN_OPTIONS, CsvPlan, has_header, reading_plan, value_formats
+from lakehouse_assets.lib.engine.csv_layout import CsvPlan, has_header, reader_options, reading_plan, value_formats
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.engine.landing_names import landing_folder
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema, schema_folder, stored_schema
@@ -86,7 +86,7 @@ def read_landing(
     options = source.options
     if csv_plan is not None:  # every value as text, by position; named by its file's header below
         reader = reader.schema(", ".join(f"{c} string" for c in csv_positions(csv_plan.width)))
-        options = {k: v for k, v in options.items() if k.lower() not in OWN_OPTIONS}
+        options = reader_options(options)
         options["header"] = str(has_header(source.options)).lower()
     df = reader.options(**options).load(path)
     df = df.select(

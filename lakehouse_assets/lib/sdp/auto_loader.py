@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from lakehouse_assets.lib.declare.inputs import (
-    INFERRED_FORMATS,
+    EVOLVING_FORMATS,
     SCHEMA_EVOLUTION_MODES,
     LandingFormat,
     LandingInput,
@@ -50,7 +50,7 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
     cloud = {k[len("cloudFiles.") :].lower(): v for k, v in options.items() if k.lower().startswith("cloudfiles.")}
     plain = {k: v for k, v in options.items() if not k.lower().startswith("cloudfiles.")}
     file_format = (cloud.pop("format", None) or "").lower()
-    if file_format not in (*INFERRED_FORMATS, "csv"):
+    if file_format not in EVOLVING_FORMATS:
         raise DeclarationError(
             f"{place}: Auto Loader reads cloudFiles.format 'json' (one object per line), 'csv', 'parquet' or "
             f"'avro' here, not {file_format or None!r}"
@@ -79,7 +79,7 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
         reader_options["header"] = "false"  # Databricks' default: the first line is a record
     declared = landing(
         read.paths[0].rstrip("/").rsplit("/", 1)[-1] or read.paths[0],
-        format=cast(LandingFormat, file_format),  # one of INFERRED_FORMATS, checked above
+        format=cast(LandingFormat, file_format),  # one of EVOLVING_FORMATS, checked above
         glob=glob,
         options=reader_options,
         schema=read.schema,
