@@ -48,12 +48,13 @@ class CheckContext:
         since = self.previous_versions.get(name or self.table)
         return since is not None and self.version(name) <= since
 
-    def written_by_runs_only(self, name: str | None = None) -> bool:
+    def written_by_runs_only(self, name: str | None = None, appends: bool = False) -> bool:
         """Since its last checked version, the table changed only by micro-batch writes (no change
-        made by hand), so what the run reports having written is all that changed."""
+        made by hand), so what the run reports having written is all that changed; ``appends``:
+        and those writes only added rows (see :func:`delta_log.idempotent_writes_only`)."""
         since = self.previous_versions.get(name or self.table)
         path = self.paths.table(name or self.table)
-        return since is not None and delta_log.idempotent_writes_only(path, since, self.version(name))
+        return since is not None and delta_log.idempotent_writes_only(path, since, self.version(name), appends)
 
     def changes(
         self, name: str | None = None, kinds: tuple[str, ...] = ("insert", "update_postimage")

@@ -94,12 +94,20 @@ def streamed_rows(table_path: str, since: int, version: int | None) -> int:
     return rows
 
 
-def idempotent_writes_only(table_path: str, since: int, version: int) -> bool:
+def idempotent_writes_only(table_path: str, since: int, version: int, appends: bool = False) -> bool:
     """Every commit after ``since`` up to ``version`` carries a ``txn`` action: each is a
     micro-batch write of a streaming table (an idempotent batch write or Delta's streaming sink),
-    none a change made by hand (a DELETE, an UPDATE, an append without a transaction id)."""
+    none a change made by hand (a DELETE, an UPDATE, an append without a transaction id).
+
+    :param appends: also require that no commit removes a file or records changed rows (a MERGE,
+        an overwrite): the commits only added rows, so their change feed holds every row they
+        touched, each once.
+    """
     for v in range(since + 1, version + 1):
         text = read_text(f"{table_path}/_delta_log/{v:020d}.json") or ""
-        if not any("txn" in json.loads(line) for line in text.splitlines() if line.strip()):
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+        if not any("txn" in a for a in actions):
+            return False
+        if appends and any("remove" in a or "cdc" in a for a in actions):
             return False
     return True
