@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -48,13 +49,13 @@ class CheckContext:
         since = self.previous_versions.get(name or self.table)
         return since is not None and self.version(name) <= since
 
-    def written_by_runs_only(self, name: str | None = None, appends: bool = False) -> bool:
-        """Since its last checked version, the table changed only by micro-batch writes (no change
-        made by hand), so what the run reports having written is all that changed; ``appends``:
-        and those writes only added rows (see :func:`delta_log.idempotent_writes_only`)."""
+    def written_by_runs(self, name: str | None = None) -> Literal["appends", "writes"] | None:
+        """How the table changed since its last checked version: only by micro-batch writes (no
+        change made by hand, so what the run reports having written is all that changed), and
+        those only appends, or not (see :func:`delta_log.micro_batch_writes`); None: otherwise."""
         since = self.previous_versions.get(name or self.table)
         path = self.paths.table(name or self.table)
-        return since is not None and delta_log.idempotent_writes_only(path, since, self.version(name), appends)
+        return None if since is None else delta_log.micro_batch_writes(path, since, self.version(name))
 
     def changes(
         self, name: str | None = None, kinds: tuple[str, ...] = ("insert", "update_postimage")

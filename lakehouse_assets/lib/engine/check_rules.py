@@ -163,21 +163,22 @@ def _reconciles_with(rule: rules.ReconcilesWith, ctx: CheckContext) -> CheckOutc
     return CheckOutcome(passed, {**metadata, **compared, "evaluated": "full scan"})
 
 
-def _touched_files(rule: rules.LandedLinesConserved, ctx: CheckContext, tables: list[str]) -> tuple[set[str], bool]:
-    """The files to check: those the run's micro-batches named (in their counting pass) when
+def _touched_files(rule: rules.LandedLinesConserved, ctx: CheckContext, tables: list[str]) -> tuple[list[str], bool]:
+    """The files to check, in order: those the run's micro-batches named (in their counting pass) when
     nothing else changed the tables since the last check, else the files of every row changed
     since (the change feed, one job); and whether their stored rows are all in the appends."""
     if all(ctx.unchanged(t) for t in tables):
-        return set(), False
+        return [], False
     reported = ctx.report.landed_files if ctx.report is not None and rule.source_file == "_source_file" else None
-    if reported is not None and all(ctx.written_by_runs_only(t) for t in tables):
-        return set(reported), all(ctx.written_by_runs_only(t, appends=True) for t in tables)
+    written = [ctx.written_by_runs(t) for t in tables] if reported is not None else []
+    if reported is not None and None not in written:
+        return sorted(reported), all(kind == "appends" for kind in written)
     sources = []  # the source file of every row changed in the table or its quarantine
     for name in (t for t in tables if not ctx.unchanged(t)):
         changed = ctx.changes(name, kinds=("insert", "update_preimage", "update_postimage", "delete"))
         sources.append((ctx.read(name) if changed is None else changed).select(rule.source_file))
     rows = reduce(DataFrame.unionByName, sources).distinct().collect()
-    return {r[0] for r in rows if not r[0].startswith("kafka://")}, False  # files only, not messages
+    return sorted({r[0] for r in rows if not r[0].startswith("kafka://")}), False  # files only, not messages
 
 
 def _stored_rows(ctx: CheckContext, name: str, appended: bool) -> DataFrame | None:
@@ -192,8 +193,7 @@ def _stored_rows(ctx: CheckContext, name: str, appended: bool) -> DataFrame | No
 @_evaluates(rules.LandedLinesConserved)
 def _landed_lines_conserved(rule: rules.LandedLinesConserved, ctx: CheckContext) -> CheckOutcome:
     tables = [ctx.table] + ([rule.quarantine] if rule.quarantine else [])
-    found, appended = _touched_files(rule, ctx, tables)
-    files = sorted(found)
+    files, appended = _touched_files(rule, ctx, tables)
     if not files:
         return CheckOutcome(True, {"files_checked": 0})
     # One Spark job: every non-blank landed line and every stored row tagged with its file,

@@ -4,7 +4,7 @@ table's id, and each commit's operation metrics."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from lakehouse_assets.lib.engine.storage import list_names, read_text
 
@@ -94,20 +94,19 @@ def streamed_rows(table_path: str, since: int, version: int | None) -> int:
     return rows
 
 
-def idempotent_writes_only(table_path: str, since: int, version: int, appends: bool = False) -> bool:
-    """Every commit after ``since`` up to ``version`` carries a ``txn`` action: each is a
-    micro-batch write of a streaming table (an idempotent batch write or Delta's streaming sink),
-    none a change made by hand (a DELETE, an UPDATE, an append without a transaction id).
-
-    :param appends: also require that no commit removes a file or records changed rows (a MERGE,
-        an overwrite): the commits only added rows, so their change feed holds every row they
-        touched, each once.
-    """
+def micro_batch_writes(table_path: str, since: int, version: int) -> Literal["appends", "writes"] | None:
+    """What changed the table after ``since`` up to ``version``, read from each commit once:
+    ``"writes"`` when every commit carries a ``txn`` action (each a micro-batch write of a
+    streaming table: an idempotent batch write or Delta's streaming sink), ``"appends"`` when
+    moreover none removes a file or records changed rows (no MERGE, no overwrite: the change
+    feed of the commits holds every row they touched, each once); None when any is a change made
+    by hand (a DELETE, an UPDATE, an append without a transaction id)."""
+    kind: Literal["appends", "writes"] = "appends"
     for v in range(since + 1, version + 1):
         text = read_text(f"{table_path}/_delta_log/{v:020d}.json") or ""
         actions = [json.loads(line) for line in text.splitlines() if line.strip()]
         if not any("txn" in a for a in actions):
-            return False
-        if appends and any("remove" in a or "cdc" in a for a in actions):
-            return False
-    return True
+            return None
+        if any("remove" in a or "cdc" in a for a in actions):
+            kind = "writes"
+    return kind
