@@ -96,6 +96,24 @@ def test_reconciliation_is_carried_over_while_neither_table_changes(healthy) -> 
     }
 
 
+def test_reconciliation_follows_the_change_feeds_of_a_new_file(healthy) -> None:
+    lh, _ = healthy
+    later = datetime(2026, 11, 20, 11, tzinfo=UTC)
+    generate(lh.paths, GeneratorOptions(files=1, rows=80, seed=6, start=later, bad_lines=0.0), ["events"])
+    check = evaluations(lh.materialize(CHAIN))[("gold_hourly_revenue", "reconciles_with_silver_events")]
+    assert check.passed
+    metadata = {k: v.value for k, v in check.metadata.items()}
+    assert metadata["evaluated"] == "followed through the change data feeds"
+    assert metadata["evaluations_since_full_scan"] == 1
+    purchases = lh.table("silver_events").where("event_type = 'purchase'")
+    silver = purchases.agg(F.sum("amount").cast("double"), F.count(F.lit(1))).first()
+    gold = lh.table("gold_hourly_revenue").agg(F.sum("revenue").cast("double"), F.sum("orders")).first()
+    assert silver[1] > 0
+    assert metadata["revenue_in_silver_events"] == pytest.approx(silver[0])
+    assert metadata["orders_in_silver_events"] == silver[1]
+    assert metadata["revenue"] == pytest.approx(gold[0]) and metadata["orders"] == gold[1]
+
+
 def rerun_with_damage(lh: Lakehouse, damage, selection=CHAIN) -> dg.ExecuteInProcessResult:
     damage()
     return lh.materialize(selection, raise_on_error=False)

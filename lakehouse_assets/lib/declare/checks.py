@@ -190,8 +190,15 @@ def schema_unchanged(severity: Severity = "ERROR") -> TableCheck:
 def reconciles_with(
     other: str, this_sql: dict[str, str], other_sql: dict[str, str], tolerance: float = 1e-6
 ) -> TableCheck:
-    """Aggregates of this table equal aggregates of ``other`` (full scans of both; carried over
-    without a scan when it last passed at the versions both tables are still at)."""
+    """Aggregates of this table equal aggregates of ``other``: carried over when it last passed
+    at the versions both tables are still at; else followed through both change data feeds
+    when every aggregate is additive (``sum``, ``count``, ``count_if``); else full scans of both.
+
+    :param other: the table to reconcile with.
+    :param this_sql: name to aggregate SQL expression over this table.
+    :param other_sql: the same names to aggregate SQL expressions over ``other``.
+    :param tolerance: relative and absolute tolerance of each comparison.
+    """
     rule = ReconcilesWith(other, dict(this_sql), dict(other_sql), tolerance)
     return TableCheck(rule.check_name, f"Totals equal those of {other}.", rule, "ERROR", "full table")
 

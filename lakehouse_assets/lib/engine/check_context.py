@@ -67,13 +67,18 @@ class CheckContext:
             return None
         if self.unchanged(name):
             return self.read(name).limit(0)
-        current = self.version(name)
+        return (
+            self.feed(name, since + 1, self.version(name))
+            .where(F.col("_change_type").isin(*kinds))
+            .drop("_change_type", "_commit_version", "_commit_timestamp")
+        )
+
+    def feed(self, name: str | None, first: int, last: int) -> DataFrame:
+        """The table's change data feed of versions ``first`` to ``last``, with ``_change_type``."""
         return (
             self.spark.read.format("delta")
             .option("readChangeFeed", "true")
-            .option("startingVersion", since + 1)
-            .option("endingVersion", current)
+            .option("startingVersion", first)
+            .option("endingVersion", last)
             .load(self.paths.table(name or self.table))
-            .where(F.col("_change_type").isin(*kinds))
-            .drop("_change_type", "_commit_version", "_commit_timestamp")
         )

@@ -7,8 +7,6 @@ rows changed since the last checked version, and run no Spark job when the table
 from __future__ import annotations
 
 import decimal
-import hashlib
-import math
 import numbers
 from collections.abc import Callable
 from functools import reduce
@@ -20,6 +18,7 @@ from pyspark.sql import functions as F
 from lakehouse_assets.lib.declare import checks as rules
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.parsing import BLANK
+from lakehouse_assets.lib.engine import reconcile
 from lakehouse_assets.lib.engine.check_context import CheckContext
 
 SAMPLE = 5
@@ -38,11 +37,6 @@ def _evaluates(kind: type[Rule]) -> Callable[[Callable[[Rule, CheckContext], Che
 def evaluate(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
     """The outcome of ``check`` on the context's table."""
     return _EVALUATORS[type(check.rule)](check.rule, ctx)
-
-
-def _plain(value: Any) -> Any:
-    """A metadata value as recorded by Dagster (``IntMetadataValue(3)``) or as written here (3)."""
-    return getattr(value, "value", value)
 
 
 def _sample(df: DataFrame, columns: list[str]) -> str:
@@ -135,32 +129,7 @@ def _schema_unchanged(rule: rules.SchemaUnchanged, ctx: CheckContext) -> CheckOu
     )
 
 
-@_evaluates(rules.ReconcilesWith)
-def _reconciles_with(rule: rules.ReconcilesWith, ctx: CheckContext) -> CheckOutcome:
-    other, this_sql, other_sql, tolerance = rule.other, rule.this_sql, rule.other_sql, rule.tolerance
-    ids = (ctx.table_id(), ctx.table_id(other))
-    # What was compared: the check's definition and both tables' identities and versions.
-    compared = {
-        "compared": hashlib.sha256(repr((other, this_sql, other_sql, tolerance, ids)).encode()).hexdigest()[:16],
-        "delta_version": ctx.version(),
-        f"{other}_delta_version": ctx.version(other),
-    }
-    last = ctx.previous_outcomes.get(rule.check_name)
-    if None not in ids and last and last.passed and all(_plain(last.metadata.get(k)) == v for k, v in compared.items()):
-        # The same tables at the same versions hold the same rows: the full scans would pass again.
-        return CheckOutcome(True, {**last.metadata, "evaluated": "carried over (neither table changed)"})
-    # Both aggregates in one Spark job (one round trip, the two scans side by side).
-    mine_df = ctx.read().agg(*[F.expr(e).alias(f"this_{k}") for k, e in this_sql.items()])
-    theirs_df = ctx.read(other).agg(*[F.expr(e).alias(f"other_{k}") for k, e in other_sql.items()])
-    both = mine_df.crossJoin(theirs_df).collect()[0].asDict()
-    metadata: dict[str, Any] = {"scope": "full table"}
-    passed = True
-    for key in this_sql:
-        a, b = float(both[f"this_{key}"] or 0), float(both[f"other_{key}"] or 0)
-        metadata[key] = a
-        metadata[f"{key}_in_{other}"] = b
-        passed &= math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
-    return CheckOutcome(passed, {**metadata, **compared, "evaluated": "full scan"})
+_evaluates(rules.ReconcilesWith)(reconcile.evaluate)
 
 
 def _touched_files(rule: rules.LandedLinesConserved, ctx: CheckContext, tables: list[str]) -> tuple[list[str], bool]:

@@ -38,7 +38,10 @@ def spark_conf(
     # One JVM only: local-cluster[...] has executor JVMs of its own, which need spark.jars.
     local = master == "local" or master.startswith("local[")
     jars = cached_jars() if require_jars else []
-    java_options = [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}"]
+    # A JVM whose default zone is not UTC makes Delta verify each commit's checksum of a small
+    # table by rebuilding its state (allFilesInCrc.verificationMode.forceOnNonUTC): the session's
+    # zone is UTC already, so the JVM's is too, wherever the machine is.
+    java_options = [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}", "-Duser.timezone=UTC"]
     if local and jars and class_archive_ok:
         # On the driver's class path (not spark.jars) Delta's classes can come from the class
         # archive too; a local driver is its own executor, so nothing else needs them.
