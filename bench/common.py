@@ -167,7 +167,11 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
         if gate:
             gate.ready.set()  # never leave a waiter hanging, even when the process failed
     wall = time.monotonic() - started
-    reader.join(timeout=10)
+    # Its JVM outlives it by as long as it writes the class archive (PySpark's driver ends when its
+    # Python closes stdin); the pipe closes when the last of them exits.
+    from lakehouse_assets.lib.spark.class_archive import DUMP_ENV
+
+    reader.join(timeout=300 if full_env.get(DUMP_ENV) else 10)
     try:  # nothing it started may outlive it (a JVM left behind would skew the next figure)
         os.killpg(proc.pid, 9)
     except ProcessLookupError:
