@@ -123,8 +123,14 @@ def _full_scan(rule: ReconcilesWith, ctx: CheckContext, compared: dict[str, Any]
 
 
 def _all_signed(aggregates: dict[str, str]) -> dict[str, str] | None:
-    changes = {key: signed(expression) for key, expression in aggregates.items()}
-    return None if None in changes.values() else {k: v for k, v in changes.items() if v is not None}
+    """Each aggregate's change expression (:func:`signed`), or None when one has none."""
+    changes: dict[str, str] = {}
+    for key, expression in aggregates.items():
+        change = signed(expression)
+        if change is None:
+            return None
+        changes[key] = change
+    return changes
 
 
 def _followed(
