@@ -30,10 +30,25 @@ from lakehouse_assets.lib.settings import REPO_ROOT
 USER, DATABASE = "lakehouse", "dagster"
 
 # Appended to the repository's dagster.yaml: runs, the event log (pool slots included),
-# schedules and sensor cursors in the database at $DAGSTER_PG_URL.
+# schedules and sensor cursors in the database at $DAGSTER_PG_URL. The event log is
+# dagster-postgres's with a pool slot claim that holds for one step (pool_slots.py says why).
 POSTGRES_STORAGE = """
-storage:
-  postgres:
+run_storage:
+  module: dagster_postgres.run_storage
+  class: PostgresRunStorage
+  config:
+    postgres_url:
+      env: DAGSTER_PG_URL
+event_log_storage:
+  module: lakehouse_assets.lib.orchestrate.pool_slots
+  class: PostgresEventLogStorage
+  config:
+    postgres_url:
+      env: DAGSTER_PG_URL
+schedule_storage:
+  module: dagster_postgres.schedule_storage
+  class: PostgresScheduleStorage
+  config:
     postgres_url:
       env: DAGSTER_PG_URL
 """

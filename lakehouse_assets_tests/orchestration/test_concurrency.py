@@ -6,6 +6,10 @@ folder (SQLite, one machine), or in a PostgreSQL database (what runs from severa
 steps of the three runs must not overlap in time, and the framework's OS lock must never have
 had to wait (the pools did the serializing). Afterwards every table is exact.
 
+On PostgreSQL the event log is the framework's (:mod:`lakehouse_assets.lib.orchestrate.pool_slots`):
+Dagster's own claim let two runs hold one slot there too (seen in CI: bronze_customers, 0.4 ms
+apart), and test_pool_slots.py races the claim directly.
+
 SQLite is the exception Dagster leaves: its slot claim (``SELECT ... FOR UPDATE SKIP LOCKED``, then an
 ``UPDATE`` by id) locks nothing on SQLite, so two processes claiming one free slot in the same
 millisecond can both get it (seen in CI: two steps started 1 ms apart). There the framework's OS
@@ -34,6 +38,7 @@ from devstack.dagster_dev import isolated_home
 from devstack.postgres import postgres_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.orchestrate.pool_slots import PostgresEventLogStorage
 from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths
 from lakehouse_assets_tests.support.runs import assert_events_exact, overlapping_steps, step_intervals
 
@@ -101,6 +106,8 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark, storag
     instance = dg.DagsterInstance.from_config(str(home))
     try:
         assert type(instance.run_storage).__name__ == ("PostgresRunStorage" if storage == "postgres" else "SqliteRunStorage")
+        if storage == "postgres":
+            assert type(instance.event_log_storage) is PostgresEventLogStorage
         runs = instance.get_runs()
         assert len(runs) == 3 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
         intervals = step_intervals(instance, [r.run_id for r in runs])
