@@ -10,7 +10,7 @@ On PostgreSQL the event log is the framework's (:mod:`lakehouse_assets.lib.orche
 Dagster's own claim let two runs hold one slot there too (seen in CI: bronze_customers, 0.4 ms
 apart), and test_pool_slots.py races the claim directly.
 
-SQLite is the exception Dagster leaves: its slot claim (``SELECT ... FOR UPDATE SKIP LOCKED``, then an
+SQLite is the exception the framework leaves: its slot claim (``SELECT ... FOR UPDATE SKIP LOCKED``, then an
 ``UPDATE`` by id) locks nothing on SQLite, so two processes claiming one free slot in the same
 millisecond can both get it (seen in CI: two steps started 1 ms apart). There the framework's OS
 lock, taken around the table's query only, is what keeps the writers apart. Whether it had to wait

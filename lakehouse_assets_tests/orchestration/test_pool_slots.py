@@ -8,10 +8,12 @@ Dagster's step loop retries a blocked claim.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import uuid
 
 import pytest
+from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 
 from lakehouse_assets.lib.orchestrate.pool_slots import PostgresEventLogStorage
 
@@ -68,3 +70,12 @@ def test_one_slot_is_held_by_one_step_however_close_the_claims(storages) -> None
             if not waiting:
                 break
         assert sorted(served) == sorted(f"run{i}" for i in range(CLAIMANTS)), f"round {round_no}: only {served} got the slot"
+
+
+def test_the_claim_replaced_is_still_the_one_dagster_calls() -> None:
+    """The override replaces a private method of Dagster's: an upgrade that renames it or changes
+    its arguments must fail here rather than leave the override unused."""
+    source = inspect.getsource(SqlEventLogStorage.claim_concurrency_slot)
+    assert "self._claim_concurrency_slot(" in source
+    ours, theirs = (inspect.signature(c._claim_concurrency_slot) for c in (PostgresEventLogStorage, SqlEventLogStorage))
+    assert list(ours.parameters) == list(theirs.parameters)

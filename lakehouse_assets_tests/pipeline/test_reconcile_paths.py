@@ -5,8 +5,8 @@ with the purchases of ``silver``. Each step changes the tables, evaluates the ch
 last outcome, and compares the totals with sums the test keeps of the rows it wrote. The steps
 walk every path: a first full scan, a followed feed (appends, updates), carried over, the
 periodic full scan, a wrong remembered total (the followed answer fails and a full scan
-corrects it), a version without a change data feed, and a restore (a failure confirmed by a
-full scan).
+corrects it), versions without a change data feed, a remembered version the log no longer
+reaches, and a restore (a failure confirmed by a full scan).
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def test_every_way_of_evaluating_gives_the_full_scan_answer(spark, tmp_path: Pat
 
     carried = t.evaluate(followed)
     assert carried.passed and carried.metadata["evaluated"] == "carried over (neither table changed)"
+    assert totals(carried) == t.expected()
 
     # Updates: a purchase becomes a view, and gold's row shrinks to match (pre- and post-images).
     DeltaTable.forPath(spark, t.paths.table("silver")).update("id = 'b'", {"event_type": "'view'"})
@@ -99,6 +100,8 @@ def test_every_way_of_evaluating_gives_the_full_scan_answer(spark, tmp_path: Pat
 
     # The FULL_SCAN_EVERY-th evaluation scans both tables again, and the count starts over.
     t.add([(1.0, 1)], [("g", 1.0, "purchase")])
+    not_yet = CheckOutcome(True, {**updated.metadata, "evaluations_since_full_scan": reconcile.FULL_SCAN_EVERY - 2})
+    assert t.evaluate(not_yet).metadata["evaluated"] == "followed through the change data feeds"
     due = CheckOutcome(True, {**updated.metadata, "evaluations_since_full_scan": reconcile.FULL_SCAN_EVERY - 1})
     periodic = t.evaluate(due)
     assert periodic.passed and periodic.metadata["evaluated"] == "full scan"
@@ -113,13 +116,23 @@ def test_every_way_of_evaluating_gives_the_full_scan_answer(spark, tmp_path: Pat
     assert corrected.passed and corrected.metadata["evaluated"] == "full scan"
     assert totals(corrected) == t.expected()
 
-    # Versions written without a change data feed cannot be followed: the full scans answer.
-    spark.sql(f"ALTER TABLE delta.`{t.paths.table('silver')}` SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+    # Versions written without a change data feed cannot be followed: the full scans answer. Both
+    # tables grow alike, so taking the missing feed for "no change" would pass with stale totals.
+    for name in ("gold", "silver"):
+        spark.sql(f"ALTER TABLE delta.`{t.paths.table(name)}` SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
     t.add([(6.0, 2)], [("i", 2.0, "purchase"), ("j", 4.0, "purchase")])
     unfollowed = t.evaluate(corrected)
     assert unfollowed.passed and unfollowed.metadata["evaluated"] == "full scan"
     assert totals(unfollowed) == t.expected()
-    spark.sql(f"ALTER TABLE delta.`{t.paths.table('silver')}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    for name in ("gold", "silver"):
+        spark.sql(f"ALTER TABLE delta.`{t.paths.table(name)}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+
+    # A remembered version the log has not reached (the log was put back from an older copy): no
+    # feed leads from there, and the full scans answer.
+    ahead = CheckOutcome(True, {**unfollowed.metadata, "delta_version": unfollowed.metadata["delta_version"] + 5})
+    behind = t.evaluate(ahead)
+    assert behind.passed and behind.metadata["evaluated"] == "full scan"
+    assert totals(behind) == t.expected()
 
     # gold restored to its first version: the tables no longer reconcile, and the failure is the
     # full scans' answer.

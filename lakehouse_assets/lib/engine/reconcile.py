@@ -151,7 +151,7 @@ def _followed(
     except (KeyError, TypeError, ValueError):
         return None  # an evaluation recorded before these figures were
     if any(ctx.version(name) < version for name, _, version in sides):
-        return None  # a table restored to an earlier version: its feed does not go backwards
+        return None  # a log older than the one last checked (a copy put back): no feed leads from there
     frames: list[DataFrame] = []
     try:
         for (name, side, version), expressions in zip(sides, (mine, theirs), strict=True):

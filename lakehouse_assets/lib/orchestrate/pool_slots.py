@@ -6,8 +6,10 @@ autocommit, so the row lock ends with the select, and two steps claiming the one
 pool in the same instant both get it (seen in CI: two runs wrote ``bronze_customers`` from starts
 0.4 ms apart; the framework's OS lock kept them apart, but only on a local data root). Here the
 second statement sets the slot only while it is still free (``WHERE id = ? AND step_key IS
-NULL``): PostgreSQL applies the two updates one after the other and the later one changes no row,
-so its step waits for the slot like any step whose pool is full, and Dagster retries the claim.
+NULL``): PostgreSQL applies the two updates one after the other and the later one changes no row.
+That step stays assigned and retries its claim on Dagster's back-off (1 s, growing to 15 s), and
+gets the slot on a retry after the holder frees it (possibly after a step assigned later: Dagster
+assigned both, so the queue order between them is lost).
 
 Everything else is ``dagster-postgres``. Name the class in ``dagster.yaml``, beside Postgres run
 and schedule storage (``devstack/postgres.py`` and docs/scale-out.md show the block)::
