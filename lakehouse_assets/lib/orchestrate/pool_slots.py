@@ -11,15 +11,9 @@ That step stays assigned and retries its claim on Dagster's back-off (1 s, growi
 gets the slot on a retry after the holder frees it (possibly after a step assigned later: Dagster
 assigned both, so the queue order between them is lost).
 
-Everything else is ``dagster-postgres``. Name the class in ``dagster.yaml``, beside Postgres run
-and schedule storage (``devstack/postgres.py`` and docs/scale-out.md show the block)::
-
-    event_log_storage:
-      module: lakehouse_assets.lib.orchestrate.pool_slots
-      class: PostgresEventLogStorage
-      config:
-        postgres_url:
-          env: DAGSTER_PG_URL
+Everything else is ``dagster-postgres``. ``dagster.yaml`` names the class as its
+``event_log_storage``, beside Postgres run and schedule storage: docs/scale-out.md shows the block,
+``devstack/postgres.py`` writes it.
 
 SQLite (one machine) keeps Dagster's claim: its storage takes a path Dagster derives from
 ``DAGSTER_HOME``, which a class named in ``dagster.yaml`` does not get; there the OS lock around
