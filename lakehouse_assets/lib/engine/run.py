@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
-from lakehouse_assets.lib.declare.parsing import UNEXAMINED
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
@@ -25,6 +24,7 @@ from lakehouse_assets.lib.engine.checkpoint import (
 )
 from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.idle import idle_input
+from lakehouse_assets.lib.engine.intake.lifecycle import admit, drained, finish, note_read_failure, take_all_back
 from lakehouse_assets.lib.engine.kafka_input import (
     FlowSkipped,
     check_kafka_inputs,
@@ -32,7 +32,6 @@ from lakehouse_assets.lib.engine.kafka_input import (
     kafka_servers,
     with_sink_brokers,
 )
-from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, landing_folder, not_ingested
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.once import run_once
@@ -41,12 +40,14 @@ from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.errors import LandedFileUnreadable, UnexaminedFile
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings
 
 Log = Callable[[str], None]
 UNEXAMINED_ATTEMPTS = 3
+# A query that keeps failing on one landed file after another gives up after this many tries.
+MAX_QUERY_ATTEMPTS = 20
 
 
 def run_table(
@@ -75,21 +76,11 @@ def run_table(
 
     with storage.exclusive_lock(paths.lock_file(table.name), waiting):
         if full_refresh_first:
+            take_all_back(paths, table, say)
             full_refresh(spark, paths, table, say)
         report = _run(spark, paths, table, say)
         report.full_refresh = full_refresh_first
         return report
-
-
-def _landing_warnings(paths: LakehousePaths, table: TableSpec) -> list[str]:
-    """A sentence per landing input whose folder holds complete entries it will not read."""
-    warnings = []
-    for source in (i for i in table.inputs.values() if isinstance(i, LandingInput)):
-        folder = landing_folder(paths, source)
-        skipped = not_ingested(folder, [source.glob])
-        if skipped:
-            warnings.append(f"{table.name}: {describe_not_ingested(folder, skipped, [source.glob])}")
-    return warnings
 
 
 def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> RunReport:
@@ -97,19 +88,31 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log)
     report = RunReport(table.name)
     for flow in table.flow_runs():
         with session_settings(spark, flow.spark_conf, owner=flow.checkpoint_name):
-            for attempt in range(1, UNEXAMINED_ATTEMPTS + 1):
-                try:
-                    _run_flow(spark, paths, flow, report, log)
-                    break
-                except LakehouseError as error:
-                    # A CSV file that landed between reading the headers and the query's listing:
-                    # its micro-batch failed whole; the next attempt reads its header first.
-                    if UNEXAMINED not in str(error) or attempt == UNEXAMINED_ATTEMPTS:
-                        raise
-                    log(f"{error}; running the query again")
+            _run_with_retries(spark, paths, flow, report, log)
             report.warnings = list(dict.fromkeys(report.warnings))  # once, whatever the attempts
     report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def _run_with_retries(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
+    """Run the flow; again when a CSV file landed after its header was read (its micro-batch
+    failed whole; the next attempt reads its header first), and when reading a landed file
+    failed (counted against the file, which is set aside once it has failed too often)."""
+    unexamined = 0
+    for _ in range(MAX_QUERY_ATTEMPTS):
+        try:
+            _run_flow(spark, paths, flow, report, log)
+            return
+        except UnexaminedFile as error:
+            unexamined += 1
+            if unexamined == UNEXAMINED_ATTEMPTS:
+                raise
+            log(f"{error}; running the query again")
+        except LandedFileUnreadable as error:
+            if not note_read_failure(paths, flow, error.file, str(error), report.warnings.append):
+                raise
+            log(f"{error}; running the query again")
+    _run_flow(spark, paths, flow, report, log)
 
 
 def _unconfigured_kafka(flow: TableSpec) -> list[str]:
@@ -133,9 +136,9 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         run_once(spark, paths, flow, report, log)
         return
     guard_checkpoint(spark, paths, flow)
-    report.warnings += _landing_warnings(paths, flow)
+    intakes = admit(spark, paths, flow, report, log)
     try:
-        idle = idle_input(spark, paths, flow) or check_kafka_inputs(paths, flow, log)
+        idle = idle_input(spark, paths, flow, drained(intakes)) or check_kafka_inputs(paths, flow, log)
     except FlowSkipped as skipped:
         report.warnings.append(str(skipped))
         return
@@ -145,7 +148,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         return
     for param, source in flow.inputs.items():
         if isinstance(source, LandingInput) and source.infers_schema:
-            report.schema_changes += evolve_schema(spark, paths, flow, param, source, log)
+            report.schema_changes += evolve_schema(spark, paths, flow, param, source, log, report.warnings.append)
     if isinstance(flow.sink, KafkaSink):
         flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
     if writes_directly(paths, flow):
@@ -157,6 +160,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
             path = paths.table(flow.name)
             report.schema_changes += ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
         run_direct(published, flow, path, query_checkpoint(paths, flow), report, log)
+        finish(spark, paths, flow, intakes)
         return
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
     if isinstance(flow.sink, RecomputeSink):
@@ -175,3 +179,4 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         run_query(prepared.stream, flow, prepared.handler, query_checkpoint(paths, flow), report, log)
     finally:
         ledger.add_up(report)
+    finish(spark, paths, flow, intakes)
