@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     back.add_argument("names", nargs="*", help="the files (default: every one of the table's)")
     args = parser.parse_args(argv)
     paths, tables = LakehousePaths.from_env(), collect_tables(args.tables)
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if Console().is_terminal else 200)
     if args.command == "retake":
         table = next((t for t in tables if t.name == args.table), None)
         if table is None:
