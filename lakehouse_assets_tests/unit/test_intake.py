@@ -166,3 +166,12 @@ def test_retention_is_declared_in_words() -> None:
         landing("events", archive_path="/elsewhere")
     with pytest.raises(DeclarationError, match="max_line_bytes"):
         landing("events", max_line_bytes=0)
+
+
+def test_the_ledger_keeps_what_it_is_given(tmp_path: Path) -> None:
+    ledger = IntakeLedger(str(tmp_path / "intake"))
+    state = ledger.load()
+    state.cursor = LandingCursor(hwm=5, recent={"a.json": 5}, n=1)
+    state.drained, state.attempts, state.unexamined = "d", {"b.json": 1}, ["a.json"]
+    ledger.save(state)
+    assert IntakeLedger(str(tmp_path / "intake")).load() == state

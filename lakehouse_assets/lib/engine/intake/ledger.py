@@ -85,9 +85,8 @@ class IntakeLedger:
             return IntakeState()
         data = json.loads(text)
         cursor = LandingCursor.load(data["cursor"]) if data.get("cursor") else None
-        return IntakeState(
-            cursor, str(data.get("drained", "")), {k: int(v) for k, v in data.get("attempts", {}).items()}
-        )
+        attempts = {k: int(v) for k, v in data.get("attempts", {}).items()}
+        return IntakeState(cursor, str(data.get("drained", "")), attempts, list(data.get("unexamined", [])))
 
     def save(self, state: IntakeState) -> None:
         data = {
