@@ -1,7 +1,8 @@
-"""One run of a streaming table, start to end: the writer lock, a full refresh when asked, then
-for the table's own flow and each ``append_flow``: the missing-checkpoint guard, the idle skip,
-and the ``availableNow`` query of the table's write strategy (per micro-batch, or recompute); an
-overwrite table recomputes whole instead, with no query."""
+"""One run of a streaming table, start to end: the writer lock, a full refresh when asked, the
+missing-checkpoint guard of every flow (before any of them writes), then for the table's own
+flow and each ``append_flow``: the idle skip and the ``availableNow`` query of the table's write
+strategy (per micro-batch, or recompute); an overwrite table recomputes whole instead, with no
+query."""
 
 from __future__ import annotations
 
@@ -15,13 +16,8 @@ from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, Overwri
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches, publisher
-from lakehouse_assets.lib.engine.checkpoint import (
-    app_id,
-    ensure_table,
-    full_refresh,
-    guard_checkpoint,
-    query_checkpoint,
-)
+from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
+from lakehouse_assets.lib.engine.checkpoint_guard import guard_checkpoint, remember_progress
 from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.intake.lifecycle import admit, drained, finish, note_read_failure, take_all_back
@@ -86,7 +82,12 @@ def run_table(
 def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> RunReport:
     started = time.monotonic()
     report = RunReport(table.name)
-    for flow in table.flow_runs():
+    flows = table.flow_runs()
+    for flow in flows:
+        # Every flow's checkpoint first: a lost one stops the run before any flow writes.
+        if not isinstance(flow.sink, OverwriteSink) and not _unconfigured_kafka(flow):
+            guard_checkpoint(spark, paths, flow)
+    for flow in flows:
         with session_settings(spark, flow.spark_conf, owner=flow.checkpoint_name):
             _run_with_retries(spark, paths, flow, report, log)
             report.warnings = list(dict.fromkeys(report.warnings))  # once, whatever the attempts
@@ -116,7 +117,10 @@ def _run_with_retries(spark: SparkSession, paths: LakehousePaths, flow: TableSpe
 
 
 def _unconfigured_kafka(flow: TableSpec) -> list[str]:
-    """The Kafka inputs, and sink, of the flow that have no broker to go to."""
+    """The Kafka inputs, and sink, of a further flow or a sink that have no broker to go to
+    (the flow is skipped); a Delta table's own flow is never skipped."""
+    if flow.flow is None and flow.writes_delta:
+        return []
     missing = [i.described for i in flow.inputs.values() if isinstance(i, KafkaInput) and not kafka_servers(i)]
     if isinstance(flow.sink, KafkaSink) and not kafka_servers(flow.sink):
         missing.append(f"publishes to {flow.sink.topic}")
@@ -125,7 +129,7 @@ def _unconfigured_kafka(flow: TableSpec) -> list[str]:
 
 def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
-    unconfigured = _unconfigured_kafka(flow) if flow.flow is not None or not flow.writes_delta else []
+    unconfigured = _unconfigured_kafka(flow)
     if unconfigured:
         log(f"{name}: skipped: it uses Kafka ({', '.join(unconfigured)}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
         return
@@ -135,7 +139,6 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     if flow.once:
         run_once(spark, paths, flow, report, log)
         return
-    guard_checkpoint(spark, paths, flow)
     intakes = admit(spark, paths, flow, report, log)
     try:
         idle = idle_input(spark, paths, flow, drained(intakes)) or check_kafka_inputs(paths, flow, log)
@@ -159,7 +162,10 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         else:
             path = paths.table(flow.name)
             report.schema_changes += ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
-        run_direct(published, flow, path, query_checkpoint(paths, flow), report, log)
+        try:
+            run_direct(published, flow, path, query_checkpoint(paths, flow), report, log)
+        finally:
+            remember_progress(paths, flow)
         finish(spark, paths, flow, intakes)
         return
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
@@ -179,4 +185,5 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         run_query(prepared.stream, flow, prepared.handler, query_checkpoint(paths, flow), report, log)
     finally:
         ledger.add_up(report)
+        remember_progress(paths, flow)
     finish(spark, paths, flow, intakes)
