@@ -210,6 +210,8 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
             ) from None
     if "root" in values:
         values["root"] = _normalize_root(str(values["root"]))
+    if values.get("landing_links", "refuse") not in ("refuse", "inside"):
+        raise ValueError(f"LAKEHOUSE_LANDING_LINKS={values['landing_links']!r} is not 'refuse' or 'inside'")
     return Settings(**values)  # type: ignore[arg-type]
 
 

@@ -22,8 +22,10 @@ from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.engine import reconcile, storage
 from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.intake import check as set_aside_check
+from lakehouse_assets.lib.engine.intake.bounds import LINE_MAX_OPTION, hadoop_line_bound
 from lakehouse_assets.lib.engine.intake.set_aside import REASON as SET_ASIDE_REASON
 from lakehouse_assets.lib.engine.landing_names import NO_GLOB, as_landed
+from lakehouse_assets.lib.settings import current
 
 SAMPLE = 5
 Rule = TypeVar("Rule")
@@ -181,6 +183,7 @@ def _landed_lines_conserved(rule: rules.LandedLinesConserved, ctx: CheckContext)
     # counted per file in one aggregation; only the files whose counts differ come back.
     lines = (
         ctx.spark.read.option(NO_GLOB, "false")  # a file named ev*.json is a name, not a pattern
+        .option(LINE_MAX_OPTION, str(hadoop_line_bound(current().landing_max_line_bytes)))  # never a line whole
         .text(files)
         .where(~F.col("value").rlike(BLANK))
         .select(

@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.delta_sql import sql_type
-from lakehouse_assets.lib.engine.errors import engine_lost
+from lakehouse_assets.lib.engine.errors import engine_lost, unreadable_file
 from lakehouse_assets.lib.engine.landing_names import NO_GLOB
-from lakehouse_assets.lib.errors import LakehouseError, first_line
+from lakehouse_assets.lib.errors import LakehouseError, LandedFileUnreadable, first_line
 from lakehouse_assets.lib.settings import current
 
 HEAD_BYTES = 1 << 20  # a header longer than this is not a header
@@ -176,7 +176,10 @@ def infer_types(
         except Exception as error:
             if engine_lost(error, current().spark_remote):
                 raise
-            raise LakehouseError(f"{files[0]} is not a readable CSV file ({first_line(error)[:300]})") from error
+            failed = unreadable_file(error) or files[0]
+            raise LandedFileUnreadable(
+                f"{failed} is not a readable CSV file ({first_line(error)[:300]})", failed
+            ) from None
         kinds = [sql_type(f.dataType) for f in schema.fields]
         for column, kind in zip(columns, kinds + ["string"] * (len(columns) - len(kinds)), strict=False):
             known = merged.get(column)

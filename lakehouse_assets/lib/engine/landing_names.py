@@ -30,6 +30,10 @@ UNREADABLE_NAME_CHARACTERS = "*?[]{}\\:"
 
 def name_problem(name: str) -> str | None:
     """Why Spark cannot read a file by this name (see :data:`UNREADABLE_NAME_CHARACTERS`), or None."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not UTF-8 text, which Spark's file source cannot name; land it under a UTF-8 name"
     found = sorted({c for c in name if c in UNREADABLE_NAME_CHARACTERS})
     if not found:
         return None

@@ -18,24 +18,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DoubleType, LongType, StructField, StructType
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
-from lakehouse_assets.lib.declare.parsing import CORRUPT_RECORD
-from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults, storage
 from lakehouse_assets.lib.engine.csv_layout import infer_types, read_header, record_headers
-from lakehouse_assets.lib.engine.delta_sql import sql_type
-from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.engine.intake.admission import intake_folder, limits_for
-from lakehouse_assets.lib.engine.intake.bounds import LINE_MAX_OPTION, Limits
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger
-from lakehouse_assets.lib.engine.intake.width import beyond_width, leaf_count, set_aside_files
-from lakehouse_assets.lib.engine.landing_names import NO_GLOB, landing_folder
-from lakehouse_assets.lib.errors import LakehouseError, first_line
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.engine.intake.width import beyond_width, set_aside_files
+from lakehouse_assets.lib.engine.landing_inference import (
+    SetAsideTo,
+    first_files,
+    infer_columns,
+    read_files,
+    within_width,
+)
+from lakehouse_assets.lib.engine.landing_names import landing_folder
+from lakehouse_assets.lib.errors import LakehouseError, LandedFileUnreadable
+from lakehouse_assets.lib.settings import LakehousePaths
 
 Log = Callable[[str], None]
 # The modes under which landed files' new fields are looked for: to add them, or to refuse them.
@@ -69,92 +69,24 @@ def stored_schema(paths: LakehousePaths, table: TableSpec, parameter: str) -> Sc
     return SchemaVersion(latest, dict(record["columns"]))
 
 
-def _files(spark: SparkSession, files: list[str], file_format: str, max_line_bytes: int) -> DataFrame:
-    reader = spark.read.option(NO_GLOB, "false")
-    if file_format == "parquet":
-        return reader.option("mergeSchema", "true").parquet(*files)
-    if file_format == "avro":
-        return reader.format("avro").schema(_merged_avro_schema(spark, files)).load(files)
-    return reader.option("mode", "PERMISSIVE").option(LINE_MAX_OPTION, str(max_line_bytes)).json(files)
-
-
-def _merged_avro_schema(spark: SparkSession, files: list[str]) -> StructType:
-    """The union of the files' writer schemas, in order of first appearance: Spark reads a set
-    of Avro files with one file's schema (it has no ``mergeSchema``), so each file is asked. A
-    field typed differently in two files takes the wider numeric type Spark's reader widens to,
-    else the run stops naming both files."""
-    merged: dict[str, tuple[StructField, str]] = {}  # lower-case name -> (field, first file)
-    for file in files:
-        try:
-            fields = spark.read.option(NO_GLOB, "false").format("avro").load(file).schema.fields
-        except Exception as error:
-            if engine_lost(error, current().spark_remote):
-                raise
-            reason = first_line(error)[:300]
-            raise LakehouseError(f"{file} is not a readable Avro file ({reason}): remove or replace it") from error
-        for found in fields:
-            known = merged.get(found.name.lower())
-            if known is None:
-                merged[found.name.lower()] = (StructField(found.name, found.dataType, True), file)
-            elif known[0].dataType != found.dataType:
-                wider = _WIDER.get(frozenset((known[0].dataType.simpleString(), found.dataType.simpleString())))
-                if wider is None:
-                    raise LakehouseError(
-                        f"{file} has field {found.name} {found.dataType.simpleString()} where {known[1]} has "
-                        f"{known[0].dataType.simpleString()}: the Avro files of one input must agree on its type"
-                    )
-                merged[found.name.lower()] = (StructField(known[0].name, wider, True), known[1])
-    return StructType([field for field, _ in merged.values()])
-
-
-# Type pairs Spark's Avro reader widens (an int field read as long or double, a float as double).
-_WIDER: dict[frozenset[str], DataType] = {
-    frozenset(("int", "bigint")): LongType(),
-    frozenset(("int", "double")): DoubleType(),
-    frozenset(("float", "double")): DoubleType(),
-}
-
-
-def infer_columns(frame: DataFrame) -> dict[str, str]:
-    """The columns Spark found in the files of ``frame`` (JSON inference, Parquet's merged
-    footers, the union of Avro writer schemas): name -> type, in order."""
-    return {f.name: sql_type(f.dataType) for f in frame.schema.fields if f.name != CORRUPT_RECORD}
-
-
-def first_files(frame: DataFrame | None, files: list[str], columns: list[str]) -> dict[str, str]:
-    """For each of ``columns``, the first of ``files`` (``frame`` reads them) holding a value of it."""
-    if frame is None or not columns:
-        return {}
-    path = F.col("_metadata.file_path")
-    found = frame.select(
-        *[F.min(F.when(column(c).isNotNull(), path)).alias(f"c{i}") for i, c in enumerate(columns)]
-    ).first()
-    return {c: str((found[f"c{i}"] if found else None) or files[0]).rsplit("/", 1)[-1] for i, c in enumerate(columns)}
-
-
-def _within_width(
+def _inferred(
     spark: SparkSession,
-    landed: str,
+    landing: str,
     file_format: str,
     files: list[str],
     known: dict[str, str] | None,
-    together: StructType,
-    set_aside_width: tuple[IntakeLedger, Limits, Log],
-) -> list[str]:
-    """``files`` but those that would take the schema past the column bound (set aside), given
-    ``together``, the schema inferred over them all: each file is inferred alone only when
-    together they are too wide."""
-    ledger, limits, log = set_aside_width
-    if sum(leaf_count(f.dataType) for f in together.fields) + len(known or {}) <= limits.max_columns:
-        return files
-
-    def columns_of(name: str) -> dict[str, int]:
-        schema = _files(spark, [f"{landed}/{name}"], file_format, limits.max_line_bytes).schema
-        return {f.name: leaf_count(f.dataType) for f in schema.fields if f.name != CORRUPT_RECORD}
-
-    wide = beyond_width(files, columns_of, list(known or {}), limits.max_columns)
-    set_aside_files(landed, ledger, wide, log)
-    return [n for n in files if n not in wide]
+    aside: SetAsideTo,
+) -> tuple[DataFrame | None, list[str]]:
+    """The frame inferring the schema of ``files`` (names in ``landing``), without those that
+    cannot be read or would make the schema too wide (set aside); and the paths it reads."""
+    frame, landed = read_files(spark, [f"{landing}/{n}" for n in files], file_format, landing, aside)
+    if frame is None:
+        return None, []
+    names = [p.rsplit("/", 1)[-1] for p in landed]
+    kept = within_width(spark, landing, file_format, names, known, frame.schema, aside)
+    if kept == names:
+        return frame, landed
+    return read_files(spark, [f"{landing}/{n}" for n in kept], file_format, landing, aside) if kept else (None, [])
 
 
 def _new(columns: dict[str, str], known: dict[str, str]) -> dict[str, str]:
@@ -170,16 +102,21 @@ def _csv_fields(
     folder: str,
     files: list[str],
     known: dict[str, str] | None,
-    set_aside_width: tuple[IntakeLedger, Limits, Log],
+    set_aside_width: SetAsideTo,
 ) -> tuple[dict[str, str], Callable[[list[str]], dict[str, str]]]:
     """The columns the headers of the CSV ``files`` name (typed by Spark's inference where the
     schema may take them, else string), and which file names each first; the headers are kept.
     A file whose header would take the schema past the column bound is set aside."""
     ledger, limits, log = set_aside_width
     landed = landing_folder(paths, source)
-    headers = {n: read_header(f"{landed}/{n}", source.options, list(known or {})) for n in files}
+    headers, unreadable = {}, {}
+    for n in files:
+        try:
+            headers[n] = read_header(f"{landed}/{n}", source.options, list(known or {}))
+        except LakehouseError as error:
+            unreadable[n] = str(error)
     wide = beyond_width(sorted(headers), lambda n: dict.fromkeys(headers[n], 1), list(known or {}), limits.max_columns)
-    set_aside_files(landed, ledger, wide, log)
+    set_aside_files(landed, ledger, unreadable | wide, log)
     headers = {n: h for n, h in headers.items() if n not in wide}
     first_spelling: dict[str, str] = {}  # Spark and Delta resolve names case-insensitively
     for name in (c for n in sorted(headers) for c in headers[n]):
@@ -188,7 +125,18 @@ def _csv_fields(
     wanted = set(names) if known is None else set(_new(dict.fromkeys(names, ""), known))
     typed = {}
     if wanted and source.infer_column_types and (known is None or source.evolution in LOOKS_FOR_NEW_FIELDS):
-        typed = infer_types(spark, {n: h for n, h in headers.items() if wanted & set(h)}, landed, source.options)
+        while True:
+            try:
+                typed = infer_types(
+                    spark, {n: h for n, h in headers.items() if wanted & set(h)}, landed, source.options
+                )
+                break
+            except LandedFileUnreadable as error:  # the others are inferred again without it
+                name = error.file.rstrip("/").rsplit("/", 1)[-1]
+                if name not in headers:
+                    raise
+                set_aside_files(landed, ledger, {name: f"inferring its types failed ({error})"}, log)
+                headers.pop(name)
     record_headers(folder, headers)
 
     def first_in(columns: list[str]) -> dict[str, str]:
@@ -245,15 +193,7 @@ def evolve_schema(
         if source.format == "csv":
             found, first_in = _csv_fields(spark, paths, source, folder, files, known, aside)
         else:
-            landed = [f"{landing_folder(paths, source)}/{n}" for n in files]
-            frame = _files(spark, landed, source.format, limits.max_line_bytes) if files else None  # one job
-            if frame is not None:
-                kept = _within_width(
-                    spark, landing_folder(paths, source), source.format, files, known, frame.schema, aside
-                )
-                if kept != files:
-                    files, landed = kept, [f"{landing_folder(paths, source)}/{n}" for n in kept]
-                    frame = _files(spark, landed, source.format, limits.max_line_bytes) if files else None
+            frame, landed = _inferred(spark, landing, source.format, files, known, aside)
             found = infer_columns(frame) if frame is not None else {}
             first_in = lambda columns: first_files(frame, landed, columns)  # noqa: E731
         if not source.infer_column_types:
@@ -281,8 +221,17 @@ def evolve_schema(
             record(known, new, found_in)
             faults.reached(table.name, "after_schema_evolved")
             changes += [f"added column {c} {t} (first in {found_in[c]})" for c, t in new.items()]
-        intake.unexamined = []
-        ledger.save(intake)
+        _examined(ledger)
+    else:  # a schema that never changes: nothing to look for in the admitted files
+        _examined(IntakeLedger(intake_folder(paths, table, parameter)))
     for change in changes:
         log(f"{table.name}: {change}")
     return changes
+
+
+def _examined(ledger: IntakeLedger) -> None:
+    """The files the intake admitted have been compared with the schema."""
+    state = ledger.load()
+    if state.unexamined:
+        state.unexamined = []
+        ledger.save(state)

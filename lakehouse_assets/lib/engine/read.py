@@ -20,7 +20,7 @@ from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.catalog import register_table
 from lakehouse_assets.lib.engine.csv_layout import CsvPlan, has_header, reader_options, reading_plan, value_formats
 from lakehouse_assets.lib.engine.intake.admission import limits_for
-from lakehouse_assets.lib.engine.intake.bounds import LINE_FORMATS, LINE_MAX_OPTION
+from lakehouse_assets.lib.engine.intake.bounds import LINE_FORMATS, LINE_MAX_OPTION, hadoop_line_bound
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.engine.landing_names import as_landed, landing_folder
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema, schema_folder, stored_schema
@@ -55,7 +55,7 @@ def read_landing(
     if source.format in LINE_FORMATS:
         # The intake sets aside a file with a longer line before the query; this bound holds for
         # one that landed after the intake's listing too: the reader never holds such a line.
-        reader = reader.option(LINE_MAX_OPTION, str(limits_for(source).max_line_bytes))
+        reader = reader.option(LINE_MAX_OPTION, str(hadoop_line_bound(limits_for(source).max_line_bytes)))
     if source.schema and not source.infers_schema:
         reader = reader.schema(source.schema)
     if source.format in SELF_DESCRIBING_FORMATS:  # by name: a file lacking a column reads null

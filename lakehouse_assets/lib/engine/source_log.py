@@ -51,47 +51,40 @@ def _reads_folder(texts: list[tuple[str, str]], folder: str) -> bool:
     return False
 
 
-def _source_index(query_checkpoint: str, folder: str, offsets: list[str]) -> int | None:
-    """Which of the query's sources reads ``folder`` (its position in the offsets' lines)."""
-    for index in range(len(offsets)):
-        texts = _log_texts(f"{query_checkpoint}/sources/{index}")
-        if texts and _reads_folder(texts, folder):
-            return index
-    return None
-
-
-def _log_offset(query_checkpoint: str, batch: int, index: int) -> int | None:
-    lines = (storage.read_text(f"{query_checkpoint}/offsets/{batch}") or "").splitlines()[2:]
+def _log_offset(line: str) -> int | None:
+    """A file source's offset (``{"logOffset": n}``) from its line of ``offsets/<batch>``."""
     try:
-        return int(json.loads(lines[index])["logOffset"])
-    except (IndexError, ValueError, KeyError, TypeError):
+        return int(json.loads(line)["logOffset"])
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def planned_files(query_checkpoint: str, folder: str) -> list[str] | None:
     """The base names of the files of ``folder`` that the query's last micro-batch planned and
     has not committed (the next run replays it); None when there is no such batch. Reads the
-    log files of that batch only."""
+    two offsets files and the log files of that batch only."""
     batches = [int(n) for n in storage.list_names(f"{query_checkpoint}/offsets") if n.isdigit()]
     if not batches or storage.exists(f"{query_checkpoint}/commits/{max(batches)}"):
         return None
-    last = max(batches)
-    head = (storage.read_text(f"{query_checkpoint}/offsets/{last}") or "").splitlines()[2:]
-    index = _source_index(query_checkpoint, folder, head)
-    if index is None:
-        return None
-    end = _log_offset(query_checkpoint, last, index)
+    planned = (storage.read_text(f"{query_checkpoint}/offsets/{max(batches)}") or "").splitlines()[2:]
     committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
-    start = _log_offset(query_checkpoint, max(committed), index) if committed else -1
-    if end is None or start is None:
-        return None
-    names: list[str] = []
-    for log_batch in range(start + 1, end + 1):
-        log = f"{query_checkpoint}/sources/{index}"
-        text = storage.read_text(f"{log}/{log_batch}") or storage.read_text(f"{log}/{log_batch}.compact") or ""
-        entries = logged_entries([(str(log_batch), text)]) or []
-        names += [name for name, batch in entries if batch == log_batch]
-    return names
+    before = (
+        (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:] if committed else []
+    )
+    for index, line in enumerate(planned):
+        end = _log_offset(line)
+        start = _log_offset(before[index]) if index < len(before) else -1
+        if end is None or start is None:
+            continue  # not a file source
+        log, texts = f"{query_checkpoint}/sources/{index}", []
+        for log_batch in range(start + 1, end + 1):
+            text = storage.read_text(f"{log}/{log_batch}") or storage.read_text(f"{log}/{log_batch}.compact") or ""
+            texts.append((str(log_batch), text, log_batch))
+        if not texts or not _reads_folder([(n, t) for n, t, _ in texts], folder):
+            continue
+        entries = [(name, batch, wanted) for _, t, wanted in texts for name, batch in logged_entries([("", t)]) or []]
+        return [name for name, batch, wanted in entries if batch == wanted]
+    return None
 
 
 def seen_files_of(query_checkpoint: str, folder: str) -> set[str] | None:

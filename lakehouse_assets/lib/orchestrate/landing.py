@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from lakehouse_assets.lib.engine.intake.cursor import Evaluation, LandedFile, LandingCursor, digest, evaluate
@@ -33,7 +33,7 @@ class Listing:
 
     def stamped(self, cursor: LandingCursor) -> LandingCursor:
         """``cursor``, which holds every file of this listing, stamped with it."""
-        return replace(cursor, stamp=self.stamp or 0, stamp_at=self.started_ns)
+        return cursor.quiet_listing(self.stamp, self.started_ns)
 
 
 def folder_stamp(folder: Path | str) -> int | None:

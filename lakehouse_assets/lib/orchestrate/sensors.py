@@ -142,7 +142,7 @@ def build_landing_sensor(
             if clock() + poll > started + watch_s:
                 break
             sleep(poll)
-            if found is None or not last.unchanged(folder_stamp(folder)):  # list only a folder that changed
+            if found is None or not last.unchanged(folder_stamp(folder), time.time_ns()):  # list a folder that changed
                 listing = scan(folder, globs)
                 found, last = evaluate(listing.files, cursor, grace_ns), listing.stamped(cursor)
             if found.has_work and going(instance) is None:
@@ -167,7 +167,7 @@ def build_landing_sensor(
         cursor = LandingCursor.load(context.cursor)
         # A folder whose time has not moved since a listing that found nothing new is not listed:
         # a tick then costs one stat, however many files the folder holds.
-        listing = None if cursor.unchanged(folder_stamp(folder)) else scan(folder, globs)
+        listing = None if cursor.unchanged(folder_stamp(folder), time.time_ns()) else scan(folder, globs)
         not_read, ignored = "", ""
         if listing is not None:
             not_read = describe_not_ingested(str(folder), listing.not_read, globs) if listing.not_read else ""

@@ -10,7 +10,7 @@ are named in a warning (Spark's ``ignoreMissingFiles`` would skip them without a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.declare.table import TableSpec
@@ -76,7 +76,7 @@ def vet(folder: str, entry: Entry, limits: Limits, source: LandingInput) -> str 
     try:
         if needs_reading(entry.name, entry.size, limits):
             filesystem, inner = storage.resolve(path)
-            with filesystem.open_input_stream(inner, compression=None) as raw:
+            with filesystem.open_input_stream(inner, compression=None, buffer_size=1 << 20) as raw:
                 found = vet_stream(entry.name, raw, limits)
             if found:
                 return found
@@ -119,16 +119,17 @@ def admit_input(paths: LakehousePaths, flow: TableSpec, intake: Intake, warnings
     storage.make_dirs(intake.folder)
     settings, state, source = current(), intake.state, intake.source
     grace_ns = int(settings.sensor_grace_s * 1e9)
+    was_drained = state.cursor is not None and state.drained == state.cursor.dump()
     entries = list_entries(intake.folder, [source.glob], links_inside=settings.landing_links == "inside")
     skipped = sorted(e.name + ("/" if e.kind == "folder" else "") for e in entries if e.kind in ("folder", "unmatched"))
     if skipped:
         warnings.append(f"{flow.name}: {describe_not_ingested(intake.folder, skipped, [source.glob])}")
-    was_drained = state.cursor is not None and state.drained == state.cursor.dump()
-    drained = LandingCursor.load(state.drained) if state.drained else None
-    cleaned = clean(flow.name, paths, source, intake.folder, entries, drained, grace_ns, log)
+    planned = set(planned_files(query_checkpoint(paths, flow), intake.folder) or [])
+    cleaned = clean(flow.name, paths, source, intake.folder, intake.ledger, state, planned, log)
+    if cleaned and state.cursor is not None:  # files the cursor counted that have left the folder
+        state.cursor = replace(state.cursor, n=max(0, state.cursor.n - len(cleaned)))
     candidates = {e.name: e for e in entries if e.kind in ("file", "refused") and e.name not in cleaned}
     new, cursor = _new_entries(paths, flow, intake, candidates, grace_ns)
-    planned = set(planned_files(query_checkpoint(paths, flow), intake.folder) or [])
     limits = limits_for(source)
     aside = []
     for name in sorted(new):
@@ -137,16 +138,18 @@ def admit_input(paths: LakehousePaths, flow: TableSpec, intake: Intake, warnings
             size = candidates[name].size
             set_aside(intake.folder, intake.ledger, name, size, reason, name in planned, warnings.append, flow.name)
             aside.append(name)
-    held = {r.name for r in intake.ledger.records}
+    held = {r.name for r in intake.ledger.records()}
     for name in sorted(planned - set(candidates) - held):
         warnings.append(
             f"{flow.name}: landed file {name} in {source.described} was planned into a micro-batch and "
             "removed before it was read: its rows are not in the table"
         )
     admitted = [n for n in new if n not in aside]
-    state.cursor = cursor
+    state.cursor = replace(cursor, n=max(0, cursor.n - len(aside)))  # set-aside files left the folder
     if was_drained and not admitted:  # cleaned or set aside, nothing new to read: still drained
-        state.drained = cursor.dump()
+        state.drained = state.cursor.dump()
+    if source.clean_source != "off":  # committed once a query has read everything (finish)
+        state.admitted = sorted(set(state.admitted) | set(admitted))
     if source.infers_schema:  # the files schema evolution has yet to look at
         state.unexamined = sorted(set(state.unexamined) | set(admitted))
     intake.ledger.save(state)

@@ -9,21 +9,49 @@ import gzip
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from io import BufferedIOBase
-from typing import IO
+from typing import IO, Any, Protocol
 
 CHUNK_BYTES = 1 << 20
 # Hadoop's line reader skips (without holding) a line longer than this option, set per reader.
 LINE_MAX_OPTION = "mapreduce.input.linerecordreader.line.maxlength"
 # Formats read line by line: a line is held whole by the reader, so its length is bounded too.
 LINE_FORMATS = ("text", "json", "csv")
+
+
 # What Spark (Hadoop's codecs) decompresses by the name's ending, and how Python opens the same.
-_DECOMPRESSORS: dict[str, Callable[[IO[bytes]], BufferedIOBase]] = {
+class _Stream(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+    def __enter__(self) -> _Stream: ...
+    def __exit__(self, *args: Any) -> Any: ...
+
+
+_DECOMPRESSORS: dict[str, Callable[[IO[bytes]], _Stream]] = {
     ".gz": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
     ".bz2": lambda raw: bz2.BZ2File(raw, mode="rb"),
+    ".deflate": lambda raw: _Inflated(raw),
 }
-# Deflate cannot expand data more than about 1032 times: a smaller archive cannot break a bound.
-_MAX_EXPANSION = {".gz": 1032, ".bz2": 1 << 20}
+
+
+class _Inflated:
+    """A ``.deflate`` file (Hadoop's DefaultCodec: a zlib stream) read decompressed."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw, self._inflate = raw, zlib.decompressobj()
+
+    def __enter__(self) -> _Inflated:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def read(self, size: int) -> bytes:
+        while True:
+            data = self._raw.read(size)
+            if not data:
+                return self._inflate.flush()
+            out = self._inflate.decompress(data, size)
+            if out:
+                return out
 
 
 @dataclass(frozen=True)
@@ -42,6 +70,12 @@ class Limits:
     line_format: bool = True
 
 
+def hadoop_line_bound(max_line_bytes: int) -> int:
+    """``max_line_bytes`` as Hadoop's line reader bounds a line: its length with the line's end
+    (up to two bytes, ``\\r\\n``), in a Java int."""
+    return min(max_line_bytes + 2, 2**31 - 1)
+
+
 def size_text(n: int) -> str:
     """``n`` bytes for a message: ``3.0 GiB``, ``512 KiB``, ``12 bytes``."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -51,18 +85,18 @@ def size_text(n: int) -> str:
 
 
 def compression(name: str) -> str | None:
-    """The ending Spark decompresses the file by (``.gz``, ``.bz2``), or None."""
+    """The ending Spark decompresses the file by (``.gz``, ``.bz2``, ``.deflate``), or None."""
     lower = name.lower()
     return next((end for end in _DECOMPRESSORS if lower.endswith(end)), None)
 
 
 def needs_reading(name: str, size: int, limits: Limits) -> bool:
-    """Whether the file's size alone cannot show it within ``limits`` (then it is read)."""
-    end = compression(name)
-    if end is None:
-        return limits.line_format and size > limits.max_line_bytes
-    expanded = size * _MAX_EXPANSION[end]
-    return expanded > limits.max_file_bytes or (limits.line_format and expanded > limits.max_line_bytes)
+    """Whether the file's size alone cannot show it within ``limits`` (then it is read): a
+    compressed file always is (a small truncated archive is cheap to find out about now, and
+    costs failed reads later)."""
+    if compression(name) is not None:
+        return True
+    return limits.line_format and size > limits.max_line_bytes
 
 
 def beyond(read: Callable[[int], bytes], limits: Limits) -> str | None:
@@ -77,13 +111,13 @@ def beyond(read: Callable[[int], bytes], limits: Limits) -> str | None:
             return f"it holds more than {size_text(limits.max_file_bytes)} (max_file_bytes)"
         if not limits.line_format:
             continue
-        first = chunk.find(b"\n")
-        if first < 0:
+        ends = [i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0]  # Hadoop ends a line at either
+        if not ends:
             line += len(chunk)
         else:
-            if line + first > limits.max_line_bytes:
+            if line + min(ends) > limits.max_line_bytes:
                 break
-            line = len(chunk) - chunk.rfind(b"\n") - 1
+            line = len(chunk) - max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) - 1
         if line > limits.max_line_bytes:
             break
     else:
@@ -101,5 +135,5 @@ def vet_stream(name: str, raw: IO[bytes], limits: Limits) -> str | None:
         with _DECOMPRESSORS[end](raw) as stream:
             return beyond(stream.read, limits)
     except (OSError, EOFError, zlib.error, ValueError) as error:
-        kind = "gzip" if end == ".gz" else "bzip2"
+        kind = {".gz": "gzip", ".bz2": "bzip2", ".deflate": "deflate"}[end]
         return f"it is not a readable {kind} file ({str(error) or type(error).__name__})"

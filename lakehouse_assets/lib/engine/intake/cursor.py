@@ -25,7 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+# A folder is listed at least this often, whatever its modification time says.
+FULL_LISTING_S = 300
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,13 @@ class LandingCursor:
     n: int = 0
     # Digest of the entries last warned about as not read (a warning per change, not per tick).
     warned: str = ""
-    # The folder's modification time (ns) when a listing found nothing the cursor lacks, and when
-    # that listing started: while the folder's time is the same, nothing landed since (see
-    # :meth:`unchanged`). 0: not known.
+    # The folder's modification time (ns) at a listing that found nothing the cursor lacks, when
+    # (this machine's clock, ns) the first such listing with that time started, whether a second
+    # one at least a second later confirmed it, and when the last listing started (0: not known).
     stamp: int = 0
     stamp_at: int = 0
+    confirmed: bool = False
+    listed_at: int = 0
 
     @classmethod
     def load(cls, text: str | None) -> LandingCursor:
@@ -61,25 +66,45 @@ class LandingCursor:
             str(data.get("warned", "")),
             int(data.get("stamp", 0)),
             int(data.get("stamp_at", 0)),
+            bool(data.get("confirmed", False)),
+            int(data.get("listed_at", 0)),
         )
 
     def dump(self) -> str:
         data = {"v": 1, "hwm": self.hwm, "n": self.n, "recent": self.recent}
         data |= {"warned": self.warned} if self.warned else {}
-        data |= {"stamp": self.stamp, "stamp_at": self.stamp_at} if self.stamp else {}
+        stamp = {
+            "stamp": self.stamp,
+            "stamp_at": self.stamp_at,
+            "confirmed": self.confirmed,
+            "listed_at": self.listed_at,
+        }
+        data |= stamp if self.stamp else {}
         return json.dumps(data, sort_keys=True)
 
-    def unchanged(self, stamp: int | None) -> bool:
+    def unchanged(self, stamp: int | None, now_ns: int) -> bool:
         """Whether a folder whose modification time is now ``stamp`` holds nothing new since the
-        listing the cursor was stamped with. A folder's time moves with every entry added,
-        renamed or removed, but in steps of the kernel's clock tick: a stamp taken within a second
-        of the listing is not trusted (two renames in one tick would look like one), as git does
-        with its index."""
-        return bool(stamp) and stamp == self.stamp and self.stamp_at - stamp > 1_000_000_000
+        cursor's last listing. A folder's time moves with every entry added, renamed or removed,
+        but in steps of its clock's tick, and that clock may not be this machine's: a time is
+        trusted only once two listings that found nothing new, a second or more apart, saw it
+        (a rename within the first listing's tick would have shown in the second). Every
+        :data:`FULL_LISTING_S` the folder is listed anyway (a mount that never moves its time)."""
+        recent = now_ns - self.listed_at < FULL_LISTING_S * 1_000_000_000
+        return bool(stamp) and stamp == self.stamp and self.confirmed and recent
+
+    def quiet_listing(self, stamp: int | None, started_ns: int) -> LandingCursor:
+        """The cursor after a listing that found nothing it lacks, the folder's time ``stamp``
+        just before the listing started at ``started_ns``."""
+        if not stamp:
+            return replace(self, stamp=0, stamp_at=0, confirmed=False, listed_at=started_ns)
+        if stamp == self.stamp and self.stamp_at:
+            confirmed = self.confirmed or started_ns - self.stamp_at >= 1_000_000_000
+            return replace(self, confirmed=confirmed, listed_at=started_ns)
+        return replace(self, stamp=stamp, stamp_at=started_ns, confirmed=False, listed_at=started_ns)
 
 
 def digest(names: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16] if names else ""
+    return hashlib.sha256("\n".join(names).encode("utf-8", "surrogateescape")).hexdigest()[:16] if names else ""
 
 
 @dataclass(frozen=True)
@@ -93,7 +118,10 @@ class Evaluation:
         return bool(self.new) or self.unidentified > 0
 
     def run_key(self, source: str) -> str:
-        digest = hashlib.sha256("\n".join(sorted(f.name for f in self.new)).encode()).hexdigest()[:16]
+        names = "\n".join(sorted(f.name for f in self.new)).encode(
+            "utf-8", "surrogateescape"
+        )  # any name a folder holds
+        digest = hashlib.sha256(names).hexdigest()[:16]
         return f"{source}:{self.next_cursor.hwm}:{self.next_cursor.n}:{digest}"
 
 
@@ -105,4 +133,6 @@ def evaluate(files: Iterable[LandedFile], cursor: LandingCursor, grace_ns: int) 
     unidentified = max(0, len(files) - cursor.n - len(new))
     hwm = max([cursor.hwm, *(f.arrived_ns for f in files)])
     recent = {f.name: f.arrived_ns for f in files if f.arrived_ns >= hwm - grace_ns}
-    return Evaluation(new, unidentified, LandingCursor(hwm, recent, len(files), cursor.warned))
+    # A folder stamp is trusted only after quiet listings: one with new files resets it.
+    trusted = cursor.confirmed and not new and not unidentified
+    return Evaluation(new, unidentified, replace(cursor, hwm=hwm, recent=recent, n=len(files), confirmed=trusted))

@@ -40,7 +40,9 @@ class Entry:
     problem: str | None = None
 
 
-def _link_target(path: Path, folder: Path, inside_allowed: bool) -> tuple[os.stat_result | None, str | None]:
+def _link_target(
+    path: Path, folder: Path, inside_allowed: bool, patterns: list[str]
+) -> tuple[os.stat_result | None, str | None]:
     """A link's target's status when it may be read (``inside_allowed`` and the target is a
     regular file inside ``folder``), else why not."""
     try:
@@ -55,6 +57,8 @@ def _link_target(path: Path, folder: Path, inside_allowed: bool) -> tuple[os.sta
         return None, f"it is a symbolic link (to {target}); links are not read (LAKEHOUSE_LANDING_LINKS)"
     if folder.resolve() not in target.parents:
         return None, f"it is a symbolic link to {target}, outside its landing folder"
+    if target.parent == folder.resolve() and matches(target.name, patterns):
+        return None, f"it is a symbolic link to {target.name}, which is read itself (its lines would be read twice)"
     try:
         return target.stat(), None
     except OSError as error:
@@ -71,7 +75,7 @@ def _local_entry(entry: os.DirEntry[str], folder: Path, patterns: list[str], lin
         return Entry(name, "refused", problem=f"it cannot be looked at ({error.strerror})")
     arrived = status.st_ctime_ns
     if stat.S_ISLNK(status.st_mode):
-        target, problem = _link_target(Path(entry.path), folder, links_inside)
+        target, problem = _link_target(Path(entry.path), folder, links_inside, patterns)
         if target is None:
             return Entry(name, "refused", arrived, 0, problem)
         status = target

@@ -1,9 +1,11 @@
 """What the intake keeps per landing input, beside the table's checkpoint
 (``<checkpoint>/_intake/<parameter>/``): ``state.json`` (the cursor of entries already vetted,
-the cursor as of the last query that read everything, and read failures per file) and
-``set_aside.json`` (every file set aside, with its reason and what has been done about it).
-Both are small whatever the folder's history: the cursor is bounded by its grace window, and
-only set-aside files are named."""
+the cursor as of the last query that read everything, read failures per file, the files admitted
+since that query and those it committed, the files schema evolution has yet to look at),
+``set_aside.json`` (every file set aside, with its reason and what has been done about it) and,
+for inputs whose files are deleted after a retention, ``committed/<YYYY-MM-DD>.json`` (the
+files committed that day). Each is bounded by what is new (or by a day's files), not by the
+folder's history: the cursor by its grace window, the lists by the files since the last run."""
 
 from __future__ import annotations
 
@@ -50,13 +52,19 @@ class SetAside:
 @dataclass
 class IntakeState:
     """The intake's cursor (entries already vetted), the cursor as of the last query that read
-    everything (``drained``), read failures per file, and the admitted files schema evolution has
-    yet to look at (inputs whose schema is inferred)."""
+    everything (``drained``), read failures per file, the files admitted since that query
+    (``admitted``) and those it committed that retention has yet to clean (``committed``), and
+    the admitted files schema evolution has yet to look at (inputs whose schema is inferred)."""
 
     cursor: LandingCursor | None = None
     drained: str = ""
     attempts: dict[str, int] = field(default_factory=dict)
     unexamined: list[str] = field(default_factory=list)
+    admitted: list[str] = field(default_factory=list)
+    committed: list[str] = field(default_factory=list)
+
+
+_LISTS = ("unexamined", "admitted", "committed")
 
 
 def safe_name(parameter: str) -> str:
@@ -73,11 +81,12 @@ def intake_path(checkpoint: str, parameter: str) -> str:
 
 
 class IntakeLedger:
-    """The intake's records of one landing input, under ``folder``."""
+    """The intake's records of one landing input, under ``folder``. Every call reads or writes
+    the files anew: several parts of a run (the intake, schema evolution, the quarantine rows)
+    each hold a ledger of the same input."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
-        self._records: list[SetAside] | None = None
 
     def load(self) -> IntakeState:
         text = storage.read_text(f"{self.folder}/state.json")
@@ -86,38 +95,46 @@ class IntakeLedger:
         data = json.loads(text)
         cursor = LandingCursor.load(data["cursor"]) if data.get("cursor") else None
         attempts = {k: int(v) for k, v in data.get("attempts", {}).items()}
-        return IntakeState(cursor, str(data.get("drained", "")), attempts, list(data.get("unexamined", [])))
+        lists = {name: list(data.get(name, [])) for name in _LISTS}
+        return IntakeState(cursor, str(data.get("drained", "")), attempts, **lists)
 
     def save(self, state: IntakeState) -> None:
-        data = {
-            "cursor": state.cursor.dump() if state.cursor else "",
-            "drained": state.drained,
-            "attempts": state.attempts,
-            "unexamined": state.unexamined,
-        }
+        data = {"cursor": state.cursor.dump() if state.cursor else "", "drained": state.drained}
+        data |= {"attempts": state.attempts} | {name: getattr(state, name) for name in _LISTS}
         storage.write_text(f"{self.folder}/state.json", json.dumps(data, sort_keys=True))
 
-    @property
     def records(self) -> list[SetAside]:
-        if self._records is None:
-            text = storage.read_text(f"{self.folder}/set_aside.json")
-            self._records = [SetAside(**r) for r in json.loads(text)] if text else []
-        return self._records
+        """Every file set aside (and taken back), as recorded now."""
+        text = storage.read_text(f"{self.folder}/set_aside.json")
+        return [SetAside(**r) for r in json.loads(text)] if text else []
 
-    def write_records(self) -> None:
-        storage.write_text(f"{self.folder}/set_aside.json", json.dumps([asdict(r) for r in self.records], indent=1))
+    def save_records(self, records: list[SetAside]) -> None:
+        storage.write_text(f"{self.folder}/set_aside.json", json.dumps([asdict(r) for r in records], indent=1))
 
     def add(self, name: str, size: int, reason: str, planned: bool, taken: set[str]) -> SetAside:
         """Record ``name`` as being set aside (state ``moving``), under a stored name not in
         ``taken`` (the names already in ``_set_aside/``)."""
-        seq = max((r.seq for r in self.records), default=0) + 1
+        records = self.records()
+        seq = max((r.seq for r in records), default=0) + 1
         stored = name if name not in taken else f"{seq}-{name}"
         at = datetime.now(UTC).isoformat(timespec="seconds")
         record = SetAside(seq, name, stored, size, reason, at, planned)
-        self.records.append(record)
-        self.write_records()
+        self.save_records([*records, record])
         return record
 
     def held(self) -> list[SetAside]:
         """The files set aside and not taken back in."""
-        return [r for r in self.records if r.state != "retaken"]
+        return [r for r in self.records() if r.state != "retaken"]
+
+    def committed_on(self, day: str) -> list[str]:
+        """The files whose rows were committed on ``day`` (``YYYY-MM-DD``), for ``delete``."""
+        return list(json.loads(storage.read_text(f"{self.folder}/committed/{day}.json") or "[]"))
+
+    def commit_days(self) -> list[str]:
+        return sorted(n.removesuffix(".json") for n in storage.list_names(f"{self.folder}/committed"))
+
+    def save_committed(self, day: str, names: list[str]) -> None:
+        if names:
+            storage.write_text(f"{self.folder}/committed/{day}.json", json.dumps(sorted(set(names))))
+        else:
+            storage.delete(f"{self.folder}/committed/{day}.json")

@@ -39,15 +39,19 @@ def drained(intakes: list[Intake]) -> bool:
 
 def finish(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, intakes: list[Intake]) -> None:
     """After a query that read everything listed when it started: the set-aside rows the
-    quarantine could not take before it existed, and the cursor remembered as drained."""
+    quarantine could not take before it existed; the cursor remembered as drained; the files
+    admitted since the last such query now committed (retention cleans them at the next run);
+    a CSV input's headers of the files read forgotten."""
     for intake in intakes:
         record_in_quarantine(spark, paths, flow, intake.folder, intake.ledger, app_id(paths, flow))
         if intake.source.format == "csv" and intake.source.infers_schema:
             forget_headers(schema_folder(paths, flow, intake.parameter))
-        cursor = intake.state.cursor.dump() if intake.state.cursor else ""
-        if intake.state.drained != cursor or intake.state.attempts:
-            intake.state.drained, intake.state.attempts = cursor, {}
-            intake.ledger.save(intake.state)
+        state = intake.ledger.load()  # schema evolution may have changed it since the intake's
+        state.drained = intake.state.cursor.dump() if intake.state.cursor else ""
+        state.attempts = {}
+        state.committed, state.admitted = sorted(set(state.committed) | set(state.admitted)), []
+        intake.ledger.save(state)
+        intake.state = state
 
 
 def note_read_failure(paths: LakehousePaths, flow: TableSpec, file: str, message: str, warn: Log) -> bool:
@@ -80,9 +84,16 @@ def _same_folder(a: str, b: str) -> bool:
 
 def take_all_back(paths: LakehousePaths, table: TableSpec, log: Log) -> None:
     """Before a full refresh: every file the table's flows set aside goes back into its landing
-    folder under its own name (the fresh checkpoint reads it, and sets it aside again if it still
-    cannot be taken in)."""
+    folder (under a new name, so a run killed before the checkpoint is reset still reads it; the
+    rebuilt table reads it, or sets it aside again); and a word on inputs whose files were cleaned
+    once committed (the rebuild reads what is still landed)."""
     for flow in table.flow_runs():
         for intake in landing_intakes(paths, flow):
             if intake.ledger.held():
-                take_back(intake.folder, intake.ledger, [intake.source.glob], None, log, fresh_checkpoint=True)
+                take_back(intake.folder, intake.ledger, [intake.source.glob], None, log)
+            if intake.source.clean_source != "off":
+                log(
+                    f"{flow.name}: the full refresh reads the files still in {intake.source.described}; those "
+                    f"{'archived' if intake.source.clean_source == 'archive' else 'deleted'} once committed are not "
+                    "read again (move archived files back into the folder first to include them)"
+                )

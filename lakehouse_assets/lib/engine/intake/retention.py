@@ -3,24 +3,24 @@ kept (``off``, the default), moved into an archive (``archive``: a folder or buc
 dated ``YYYY/MM/DD``, each day kept for ``retention``, forever when None) or deleted
 ``retention`` after its commit (``delete``).
 
-A file is known committed from the intake's *drained* cursor (the listing taken before the last
-query that read everything): every file it names, or that arrived before its grace window, was
-read and committed by that query. Cleaning runs at the start of the next run, after the last
-run's checks read the files; a move or delete is idempotent, so a run killed at any instant of it
+Only names known to be read are cleaned: the intake records the files it admits, and when a query
+has read everything it listed (the run's ``finish``) they become *committed*. The next run cleans
+them before its own query (after the last run's checks read them), never a name its planned
+micro-batch has yet to replay. A move or delete is idempotent, so a run killed at any instant
 leaves each file in the landing folder or in the archive, never in neither and never read twice
-(Spark never reads a path it has recorded again)."""
+(Spark never reads a path it has recorded again).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from lakehouse_assets.lib.declare.ddl import duration
 from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.engine import faults, storage
-from lakehouse_assets.lib.engine.intake.cursor import LandingCursor
-from lakehouse_assets.lib.engine.intake.entries import Entry
+from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, IntakeState
 from lakehouse_assets.lib.settings import LakehousePaths
 
 Log = Callable[[str], None]
@@ -32,52 +32,61 @@ def archive_root(paths: LakehousePaths, source: LandingInput) -> str:
     return (source.archive_path or f"{paths.root}/archive/{source.source}").rstrip("/")
 
 
-def committed(entry: Entry, drained: LandingCursor | None, grace_ns: int) -> bool:
-    """Whether the last query that read everything read ``entry`` (see the module's docstring)."""
-    if drained is None or not drained.hwm:
-        return False
-    return entry.name in drained.recent or entry.arrived_ns < drained.hwm - grace_ns
-
-
 def clean(
     table: str,
     paths: LakehousePaths,
     source: LandingInput,
     folder: str,
-    entries: Sequence[Entry],
-    drained: LandingCursor | None,
-    grace_ns: int,
+    ledger: IntakeLedger,
+    state: IntakeState,
+    planned: set[str],
     log: Log,
     now: datetime | None = None,
 ) -> set[str]:
-    """Archive or delete the committed files of ``entries`` as ``source`` says; their names.
+    """Archive or delete the committed files of ``state`` as ``source`` says (``state`` is
+    updated, not saved); the names no longer in the landing folder.
 
     :param table: the table (or flow) whose input this is, for messages and fault points.
+    :param planned: names a planned micro-batch has yet to read again: never cleaned.
     """
     if source.clean_source == "off":
         return set()
     now = now or datetime.now(UTC)
     keep_for = duration(source.retention) if source.retention else None
+    due = [n for n in state.committed if n not in planned]
+    if source.clean_source == "delete":
+        due = _due_for_deletion(ledger, due, now, keep_for or timedelta(0))
     done = set()
-    for entry in entries:
-        if entry.kind != "file" or not committed(entry, drained, grace_ns):
-            continue
+    for name in due:
         if source.clean_source == "archive":
-            day = now.strftime("%Y/%m/%d")
             with suppress(FileNotFoundError):  # moved by a run killed before it said so
-                storage.move(f"{folder}/{entry.name}", f"{archive_root(paths, source)}/{day}/{entry.name}")
-            done.add(entry.name)
-            faults.reached(table, "after_landed_file_cleaned")
-        elif keep_for is not None and entry.arrived_ns < (now - keep_for).timestamp() * 1e9:
-            storage.delete(f"{folder}/{entry.name}")
-            done.add(entry.name)
-            faults.reached(table, "after_landed_file_cleaned")
+                storage.move(f"{folder}/{name}", f"{archive_root(paths, source)}/{now:%Y/%m/%d}/{name}")
+        else:
+            storage.delete(f"{folder}/{name}")
+        done.add(name)
+        faults.reached(table, "after_landed_file_cleaned")
+    state.committed = sorted(n for n in state.committed if n in planned)
     if done:
         verb = "archived" if source.clean_source == "archive" else "deleted"
         log(f"{source.described}: {verb} {len(done)} landed file(s) whose rows are committed")
     if source.clean_source == "archive" and keep_for is not None:
         prune_archive(archive_root(paths, source), now - keep_for, log)
     return done
+
+
+def _due_for_deletion(ledger: IntakeLedger, committed: list[str], now: datetime, keep_for: timedelta) -> list[str]:
+    """Record ``committed`` under today's commit day; the names whose day's end is ``keep_for``
+    behind ``now`` (those days' records then go)."""
+    today = f"{now:%Y-%m-%d}"
+    if committed:
+        ledger.save_committed(today, [*ledger.committed_on(today), *committed])
+    due = []
+    for day in ledger.commit_days():
+        committed_by = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC) + timedelta(days=1)
+        if (day == today and keep_for <= timedelta(0)) or committed_by + keep_for <= now:
+            due += ledger.committed_on(day)
+            ledger.save_committed(day, [])
+    return due
 
 
 def prune_archive(root: str, before: datetime, log: Log) -> int:

@@ -4,8 +4,8 @@ A file that cannot be taken in is moved, whole, into its landing folder's ``_set
 (a name Spark and the sensors never read) and recorded first (:mod:`.ledger`), so a run killed
 at any instant finishes the move at its next start; one row in the table's quarantine names
 it, its size and the reason (never its content), written once under Delta's transaction id for
-set-aside rows. Taking it back in moves it into the landing folder again, under a new name if a
-micro-batch had planned the old one (Spark never reads a planned name twice)."""
+set-aside rows. Taking it back in moves it into the landing folder again under a new name (Spark
+never reads a name it planned twice, and the intake's cursor remembers names it has vetted)."""
 
 from __future__ import annotations
 
@@ -39,13 +39,20 @@ def landed_uri(folder: str, name: str) -> str:
 
 def finish_moves(folder: str, ledger: IntakeLedger) -> None:
     """Complete the moves a killed run recorded but may not have made."""
-    pending = [r for r in ledger.records if r.state == "moving"]
+    records = ledger.records()
+    pending = [r for r in records if r.state == "moving"]
     for record in pending:
         if storage.exists(f"{folder}/{record.name}") or _is_link(f"{folder}/{record.name}"):
-            storage.move(f"{folder}/{record.name}", f"{folder}/{SET_ASIDE_FOLDER}/{record.stored_as}")
+            try:
+                storage.move(f"{folder}/{record.name}", f"{folder}/{SET_ASIDE_FOLDER}/{record.stored_as}")
+            except PermissionError:
+                raise LakehouseError(
+                    f"cannot set aside landed file {record.name} ({record.reason}): {folder} is not writable by "
+                    "this user; let the runs write it, or remove the file"
+                ) from None
         record.state = "moved"
     if pending:
-        ledger.write_records()
+        ledger.save_records(records)
 
 
 def _is_link(path: str) -> bool:
@@ -80,7 +87,8 @@ def record_in_quarantine(
     """Write one quarantine row per moved file not yet recorded (each under its own Delta
     transaction version, so a retry writes none twice). A table without a quarantine only
     records them; one whose quarantine does not exist yet writes them after its first query."""
-    pending = [r for r in ledger.records if r.state == "moved"]
+    records = ledger.records()
+    pending = [r for r in records if r.state == "moved"]
     if not pending:
         return
     if flow.quarantine is not None:
@@ -100,11 +108,11 @@ def record_in_quarantine(
             append_batch(frame, BatchWrite(spark, path, f"{app_id}:set-aside", record.seq))
     for record in pending:
         record.state = "recorded"
-    ledger.write_records()
+    ledger.save_records(records)
 
 
 def retaken_name(name: str, seq: int, globs: Sequence[str], present: set[str]) -> str:
-    """A new name for a planned file taken back in that the input's globs still match:
+    """A new name for a file taken back in that the input's globs still match:
     ``events-1.retaken-3.json`` for ``events-1.json`` (before the first dot), else a prefix."""
     patterns = expand_globs(globs)
     stem, dot, rest = name.partition(".")
@@ -123,24 +131,31 @@ def take_back(
     globs: Sequence[str],
     names: Sequence[str] | None,
     log: Log,
-    fresh_checkpoint: bool = False,
 ) -> list[str]:
-    """Move the set-aside files ``names`` (None: all) back into ``folder``; their new names.
-    A name the query had not planned keeps its name; a planned one gets :func:`retaken_name`
-    (unless the query starts from a fresh checkpoint, a full refresh)."""
+    """Move the set-aside files ``names`` (None: all) back into ``folder``; their names there,
+    :func:`retaken_name`: the old name is one Spark or the intake's cursor may remember. A file
+    missing from ``_set_aside/`` is named in ``log`` and skipped."""
+    finish_moves(folder, ledger)
     present = set(storage.list_names(folder))
-    chosen = [r for r in ledger.held() if names is None or r.name in names or r.stored_as in names]
+    records = ledger.records()
+    held = [r for r in records if r.state != "retaken"]
+    chosen = [r for r in held if names is None or r.name in names or r.stored_as in names]
     unknown = set(names or []) - {r.name for r in chosen} - {r.stored_as for r in chosen}
     if unknown:
         raise LakehouseError(f"no file set aside in {folder} is named {', '.join(sorted(unknown))}")
     moved = []
     for record in chosen:
-        renamed = (record.planned and not fresh_checkpoint) or record.name in present
-        name = retaken_name(record.name, record.seq, globs, present) if renamed else record.name
-        storage.move(f"{folder}/{SET_ASIDE_FOLDER}/{record.stored_as}", f"{folder}/{name}")
+        kept = f"{folder}/{SET_ASIDE_FOLDER}/{record.stored_as}"
+        if not storage.exists(kept) and not _is_link(kept):
+            log(f"{record.name} is no longer in {SET_ASIDE_FOLDER}/ (removed by hand?): nothing to take back")
+            record.state = "retaken"
+            continue
+        name = retaken_name(record.name, record.seq, globs, present)
+        storage.move(kept, f"{folder}/{name}")
         present.add(name)
         record.state = "retaken"
-        ledger.write_records()
+        ledger.save_records(records)
         log(f"took {record.name} back in as {name} (it was set aside: {record.reason})")
         moved.append(name)
+    ledger.save_records(records)
     return moved

@@ -54,7 +54,8 @@ def beyond_width(
 
 
 def set_aside_files(folder: str, ledger: IntakeLedger, reasons: Mapping[str, str], log: Log) -> None:
-    """Set aside each of ``reasons``' files of ``folder`` (see :func:`set_aside`)."""
+    """Set aside each of ``reasons``' files of ``folder`` (see :func:`set_aside`); a file whose
+    schema is being inferred has not been planned by a micro-batch yet."""
     for name, reason in reasons.items():
         filesystem, inner = storage.resolve(f"{folder}/{name}")
         set_aside(folder, ledger, name, filesystem.get_file_info(inner).size or 0, reason, False, log)
