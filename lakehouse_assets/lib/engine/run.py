@@ -14,7 +14,6 @@ from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
 from lakehouse_assets.lib.declare.parsing import UNEXAMINED
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches, publisher
 from lakehouse_assets.lib.engine.checkpoint import (
     app_id,
@@ -41,6 +40,7 @@ from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
 from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings
@@ -56,6 +56,7 @@ def run_table(
     *,
     full_refresh_first: bool = False,
     log: Log | None = None,
+    writer: str = "",
 ) -> RunReport:
     """Run the table's query over everything new in its inputs; what it did.
 
@@ -64,16 +65,17 @@ def run_table(
     :param table: the declared table.
     :param full_refresh_first: reset the checkpoint and empty the outputs first.
     :param log: where progress lines go.
+    :param writer: who runs it (a Dagster run), named to another writer that waits for this one.
     """
     say: Log = log or (lambda message: None)
 
-    def waiting(seconds: float | None = None) -> None:
+    def waiting(seconds: float | None = None, holder: str | None = None) -> None:
         if seconds is None:
-            say(f"{table.name}: another run is writing this table; waiting for it")
+            say(f"{table.name}: another run is writing this table; waiting for it" + (f" ({holder})" if holder else ""))
         else:
             say(f"{table.name}: waited {seconds:.1f}s for the other writer")
 
-    with storage.exclusive_lock(paths.lock_file(table.name), waiting):
+    with writer_lock(paths).hold(table.name, waiting, writer):
         if full_refresh_first:
             full_refresh(spark, paths, table, say)
         report = _run(spark, paths, table, say)

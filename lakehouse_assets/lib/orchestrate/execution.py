@@ -65,6 +65,8 @@ class TableRequest:
     previous: dict[str, dict[str, Any]] | None = None
     # The last completed evaluation of each full-table check: {name: {"passed", "metadata"}}.
     previous_checks: dict[str, dict[str, Any]] | None = None
+    # Who writes (``run <id>``), named to another writer that has to wait for this one.
+    writer: str = ""
 
 
 def _previous_state(
@@ -103,7 +105,9 @@ def _materializations(
     transient fault anywhere in here can be retried whole)."""
     previous = request.previous or {}
     with timings.span("run_table", table.name):
-        report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
+        report = run_table(
+            session, paths, table, full_refresh_first=request.full_refresh, log=log, writer=request.writer
+        )
     _name_new_tables(session, paths, table, previous, warn)
     materialized = []
     if table.name in request.assets and isinstance(table.sink, DeltaPathSink):

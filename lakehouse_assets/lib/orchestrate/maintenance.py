@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
+from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -114,14 +115,14 @@ def build_maintenance_job(table: TableSpec) -> dg.JobDefinition:
         paths = lakehouse.paths
         summary: dict[str, int | float] = {}
 
-        def waiting(seconds: float | None = None) -> None:
+        def waiting(seconds: float | None = None, holder: str | None = None) -> None:
             context.log.info(
-                f"{table.name}: waiting for the writer's lock"
+                f"{table.name}: waiting for the writer's lock" + (f" ({holder})" if holder else "")
                 if seconds is None
                 else f"waited {seconds:.1f}s for the lock"
             )
 
-        with storage.exclusive_lock(paths.lock_file(table.name), waiting):
+        with writer_lock(paths).hold(table.name, waiting, f"maintenance run {context.run_id}"):
             for name in table.outputs:
                 figures = maintain_table(session, paths, name, config, context.log.info)
                 if figures is None:
