@@ -183,8 +183,8 @@ class TableLease:
         words) when this writer has to wait, ``on_wait(seconds)`` once it got the lease after waiting."""
         mine = self._acquire(on_wait or (lambda *a, **k: None))
         fence = Fence(self.store, self.folder, self.table, mine.generation, mine.token)
-        stop = threading.Event()
-        renewer = threading.Thread(target=self._renew, args=(mine, stop), name=f"lease-{self.table}", daemon=True)
+        stop, latest = threading.Event(), [mine]
+        renewer = threading.Thread(target=self._renew, args=(latest, stop), name=f"lease-{self.table}", daemon=True)
         renewer.start()
         token = _held.set(fence)
         try:
@@ -194,7 +194,7 @@ class TableLease:
             stop.set()
             renewer.join()
             with suppress(OSError):  # unreachable: the lease expires after ttl_s unrenewed
-                self.store.write(self._key(mine.generation), mine.let_go().to_bytes())
+                self.store.write(self._key(mine.generation), latest[0].let_go().to_bytes())
 
     def _key(self, generation: int) -> str:
         return f"{self.folder}/{object_name(generation)}"
@@ -230,7 +230,7 @@ class TableLease:
                 on_wait(holder=step.holder.describe())
                 announced = step.holder.token
             waited = time.monotonic() - started
-            if waited > self.wait_s:
+            if waited >= self.wait_s:
                 raise LakehouseError(
                     f"{self.table}: gave up after waiting {waited:.0f} s (LAKEHOUSE_TABLE_LEASE_WAIT_SECONDS) for "
                     f"the writer holding this table's lease, {step.holder.describe()}."
@@ -263,11 +263,13 @@ class TableLease:
             self.store.delete(self._key(old))
         return mine
 
-    def _renew(self, mine: LeaseRecord, stop: threading.Event) -> None:
-        record = mine
+    def _renew(self, latest: list[LeaseRecord], stop: threading.Event) -> None:
+        """Renew the lease every third of its duration until ``stop``; ``latest[0]`` is the
+        record as last written."""
         while not stop.wait(self.ttl_s / 3):
+            renewed = latest[0].renewed()
             try:
-                record = record.renewed()
-                self.store.write(self._key(record.generation), record.to_bytes())
+                self.store.write(self._key(renewed.generation), renewed.to_bytes())
             except OSError:
                 continue  # unreachable for now: the next renewal tries again within the lease
+            latest[0] = renewed
