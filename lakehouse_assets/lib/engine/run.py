@@ -56,6 +56,7 @@ def run_table(
     *,
     full_refresh_first: bool = False,
     log: Log | None = None,
+    notify: Log | None = None,
     writer: str = "",
 ) -> RunReport:
     """Run the table's query over everything new in its inputs; what it did.
@@ -65,15 +66,19 @@ def run_table(
     :param table: the declared table.
     :param full_refresh_first: reset the checkpoint and empty the outputs first.
     :param log: where progress lines go.
+    :param notify: where lines a person should see go (waiting for another writer); default ``log``.
     :param writer: who runs it (a Dagster run), named to another writer that waits for this one.
     """
     say: Log = log or (lambda message: None)
+    tell: Log = notify or say
 
     def waiting(seconds: float | None = None, holder: str | None = None) -> None:
         if seconds is None:
-            say(f"{table.name}: another run is writing this table; waiting for it" + (f" ({holder})" if holder else ""))
+            tell(
+                f"{table.name}: another run is writing this table; waiting for it" + (f" ({holder})" if holder else "")
+            )
         else:
-            say(f"{table.name}: waited {seconds:.1f}s for the other writer")
+            tell(f"{table.name}: waited {seconds:.1f}s for the other writer")
 
     with writer_lock(paths).hold(table.name, waiting, writer):
         if full_refresh_first:
