@@ -1,7 +1,8 @@
 """The table lease against the real S3-compatible server (S3Proxy 4.1.0 on its filesystem
 backend), Spark-free: its conditional write creates an object once, and once only when writers
-race; a second writer waits for a renewed lease and gives up naming its holder; a killed
-writer's lease expires and the next writer takes it, after which the killed writer is fenced.
+race, and a wrong key is refused in one sentence; a second writer waits for a renewed lease and
+gives up naming its holder; a killed writer's lease expires and the next writer takes it, after
+which the killed writer is fenced.
 The lease's logic in more cases, server-free: lakehouse_assets_tests/unit/test_table_lease.py."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from devstack.s3server import S3Server
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.conditional_put import put_if_absent
 from lakehouse_assets.lib.engine.lease_decision import LeaseRecord
-from lakehouse_assets.lib.engine.table_lease import Fence, S3LeaseStore
+from lakehouse_assets.lib.engine.lease_store import S3LeaseStore
+from lakehouse_assets.lib.engine.table_lease import Fence
 from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
@@ -32,6 +34,9 @@ def test_s3proxy_creates_an_object_once_when_eight_writers_race_for_it(s3: S3Ser
         with ThreadPoolExecutor(8) as pool:
             won = list(pool.map(put_if_absent, [settings] * 8, [s3.bucket] * 8, [key] * 8, bodies))
         assert sum(won) == 1, won
+    wrong = current({**s3.env(), "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+    with pytest.raises(LakehouseError, match=r"^s3://lakehouse refused the table lease's conditional write .* \(403 "):
+        put_if_absent(wrong, s3.bucket, "race/refused", b"x")
 
 
 def test_a_renewed_lease_keeps_a_second_writer_waiting_until_it_gives_up_naming_the_holder(s3: S3Server) -> None:

@@ -85,6 +85,22 @@ class CutOff(MemoryStore):
         self.store.delete(key)
 
 
+class LostAnswer(MemoryStore):
+    """A store whose first answer to a create is lost: the object is created, the writer sees
+    an error (a connection cut after the request)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost = 0
+
+    def create(self, key: str, body: bytes) -> bool:
+        created = super().create(key, body)
+        if self.lost == 0:
+            self.lost += 1
+            raise OSError("connection reset by peer")
+        return created
+
+
 def lease(store, writer: str, ttl_s: float = 0.6, wait_s: float = 10.0) -> TableLease:
     env = {"LAKEHOUSE_TABLE_LEASE_SECONDS": str(ttl_s), "LAKEHOUSE_TABLE_LEASE_WAIT_SECONDS": str(wait_s)}
     return TableLease(store, FOLDER, "orders", current(env), writer)
@@ -226,6 +242,15 @@ def test_a_writer_deciding_on_an_old_listing_stays_out_when_a_newer_generation_e
     with pytest.raises(LakehouseError, match="run current on host-1"), lease(store, "run asleep", wait_s=0.3).held():
         pytest.fail("held a lease while a newer generation is held")
     assert LeaseRecord.from_bytes(3, store.objects[f"{FOLDER}/000000000003.lease"], 1.0).released
+
+
+def test_a_writer_whose_create_lost_its_answer_recognises_its_own_lease() -> None:
+    store = LostAnswer()
+    waits: list[tuple[float | None, str | None]] = []
+    with lease(store, "run one").held(lambda seconds=None, holder=None: waits.append((seconds, holder))) as fence:
+        assert fence.generation == 1 and store.lost == 1
+        fence.check()
+    assert waits == []  # it did not wait for itself
 
 
 def test_a_store_that_ignores_conditional_writes_is_refused_in_one_sentence() -> None:

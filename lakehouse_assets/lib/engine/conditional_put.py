@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
+import re
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
@@ -81,7 +82,8 @@ def put_if_absent(settings: Settings, bucket: str, key: str, body: bytes) -> boo
     :param key: the object's key (no leading ``/``).
     :param body: the object's content.
     :raises ConditionalWritesUnsupported: the store answered 501 Not Implemented.
-    :raises OSError: the store could not be reached or answered another error.
+    :raises LakehouseError: the store refused the request (4xx: credentials, permissions).
+    :raises OSError: the store could not be reached, or failed (5xx): worth asking again.
     """
     if not (settings.s3_access_key and settings.s3_secret_key):
         raise ConditionalWritesUnsupported(
@@ -98,6 +100,8 @@ def put_if_absent(settings: Settings, bucket: str, key: str, body: bytes) -> boo
         connection.request("PUT", path, body=body, headers=headers)
         response = connection.getresponse()
         answer = response.read()[:300].decode("utf-8", errors="replace")
+    except http.client.HTTPException as error:  # a malformed or cut answer: as unreachable
+        raise OSError(f"PUT s3://{bucket}/{key} got no valid answer ({error!r})") from None
     finally:
         connection.close()
     if response.status == 200:
@@ -108,5 +112,11 @@ def put_if_absent(settings: Settings, bucket: str, key: str, body: bytes) -> boo
         raise ConditionalWritesUnsupported(
             f"s3://{bucket} does not support conditional writes (If-None-Match), on which the table lease "
             "relies; set LAKEHOUSE_TABLE_LEASE=0 to keep writers apart with Dagster's pools only."
+        )
+    code = re.search(r"<Code>([^<]+)</Code>", answer)
+    if 400 <= response.status < 500:  # refused (credentials, permissions): asking again will not help
+        raise LakehouseError(
+            f"s3://{bucket} refused the table lease's conditional write of {key} "
+            f"({response.status} {code.group(1) if code else answer[:80]})."
         )
     raise OSError(f"PUT s3://{bucket}/{key} (If-None-Match) answered {response.status}: {answer}")

@@ -11,7 +11,7 @@ has expired. No two machines' clocks are compared.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 SUFFIX = ".lease"
 
@@ -49,9 +49,10 @@ class LeaseRecord:
         """The record stored as generation ``generation``; one that does not parse is held by an
         unknown writer and expires like any other."""
         try:
-            fields = json.loads(data)
-            return cls(**{**fields, "generation": generation})
-        except (ValueError, TypeError):
+            stored = json.loads(data)
+            known = {f.name for f in fields(cls)}  # a newer writer's extra fields are ignored
+            return cls(**{**{k: v for k, v in stored.items() if k in known}, "generation": generation})
+        except (ValueError, TypeError, AttributeError):
             return cls(generation, f"unreadable:{hash(data)}", "an unknown writer", "?", 0, "?", default_ttl_s)
 
     def renewed(self) -> LeaseRecord:

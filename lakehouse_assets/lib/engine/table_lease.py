@@ -26,87 +26,28 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import TypeVar
 
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.conditional_put import ConditionalWritesUnsupported, put_if_absent
+from lakehouse_assets.lib.engine.conditional_put import ConditionalWritesUnsupported
 from lakehouse_assets.lib.engine.lease_decision import (
     LeaseRecord,
     Sighting,
     Take,
+    Wait,
     generations,
     next_step,
     object_name,
     still_held,
 )
+from lakehouse_assets.lib.engine.lease_store import LeaseStore, verify_conditional_writes
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import Settings, current
+from lakehouse_assets.lib.settings import Settings
 
 OnWait = Callable[..., None]
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 # A store that cannot be reached for this long while a writer waits or starts fails the run.
 UNREACHABLE_S = 60.0
-
-
-class LeaseStore(Protocol):
-    """The five object operations a lease needs; keys are URIs under the data root."""
-
-    @property
-    def name(self) -> str:
-        """The store, in words (``s3://bucket``)."""
-        ...
-
-    def create(self, key: str, body: bytes) -> bool:
-        """Write ``key`` only if absent (True: this call created it)."""
-        ...
-
-    def write(self, key: str, body: bytes) -> None: ...
-
-    def read(self, key: str) -> bytes | None: ...
-
-    def names(self, folder: str) -> list[str]: ...
-
-    def delete(self, key: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class S3LeaseStore:
-    """Lease objects in an ``s3a://`` bucket: conditional creates signed here, the rest through
-    :mod:`lakehouse_assets.lib.engine.storage` (``pyarrow.fs``)."""
-
-    name: str
-
-    def create(self, key: str, body: bytes) -> bool:
-        bucket, _, inner = key.split("://", 1)[1].partition("/")
-        return put_if_absent(current(), bucket, inner, body)
-
-    def write(self, key: str, body: bytes) -> None:
-        storage.write_bytes(key, body)
-
-    def read(self, key: str) -> bytes | None:
-        return storage.read_bytes(key)
-
-    def names(self, folder: str) -> list[str]:
-        return storage.list_names(folder)
-
-    def delete(self, key: str) -> None:
-        storage.delete(key)
-
-
-_verified_stores: set[str] = set()
-
-
-def _verify_conditional_writes(store: LeaseStore, key: str, body: bytes) -> None:
-    """Once per store and process, right after creating ``key``: creating it again must fail,
-    else the store ignores ``If-None-Match`` and no lease can keep writers apart there."""
-    if store.name in _verified_stores:
-        return
-    if store.create(key, body):
-        raise ConditionalWritesUnsupported(
-            f"{store.name} ignored a conditional write (If-None-Match: * over an existing object succeeded), "
-            "so the table lease cannot keep two writers apart there; set LAKEHOUSE_TABLE_LEASE=0 to rely on "
-            "Dagster's pools only."
-        )
-    _verified_stores.add(store.name)
 
 
 @dataclass(frozen=True)
@@ -129,8 +70,19 @@ class Fence:
     token: str
 
     def check(self) -> None:
-        """Raise :class:`LakehouseError` (one sentence) unless the run still holds the lease."""
-        newest = _newest(self.store, self.folder, default_ttl_s=60.0)
+        """Raise :class:`LakehouseError` (one sentence) unless the run still holds the lease. A
+        store that cannot be reached is asked again for up to ``UNREACHABLE_S`` (a restarting
+        server, which Spark's own S3 client rides out too)."""
+        failing_since: float | None = None
+        while True:
+            try:
+                newest = _newest(self.store, self.folder, 60.0)
+                break
+            except OSError:
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since > UNREACHABLE_S:
+                    raise
+                time.sleep(1.0)
         if not still_held(newest, self.generation, self.token):
             by = newest.describe() if newest is not None and not newest.released else "no writer"
             raise LakehouseError(
@@ -203,28 +155,18 @@ class TableLease:
         started = time.monotonic()
         sighting: Sighting | None = None
         announced: str | None = None
-        unreachable_since: float | None = None
         while True:
-            try:
-                newest = _newest(self.store, self.folder, default_ttl_s=self.ttl_s)
-                step = next_step(newest, sighting, time.monotonic())
-                if isinstance(step, Take):
-                    mine = self._take(step.generation)
-                    if mine is not None:
-                        if announced is not None:
-                            on_wait(time.monotonic() - started)
-                        return mine
-                    time.sleep(0.05)  # another writer took that generation: look again
-                    continue
-                unreachable_since = None
-            except OSError as error:
-                unreachable_since = unreachable_since or time.monotonic()
-                if time.monotonic() - unreachable_since > UNREACHABLE_S:
-                    raise LakehouseError(
-                        f"{self.table}: the table's lease in {self.folder} could not be read or written for "
-                        f"{UNREACHABLE_S:.0f} s ({error})."
-                    ) from None
-                time.sleep(self.poll_s)
+            step = self._reachable(self._look, sighting)
+            if isinstance(step, Take):
+                mine = LeaseRecord(
+                    step.generation, uuid.uuid4().hex, self.writer, socket.gethostname(), os.getpid(),
+                    datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), self.ttl_s,
+                )  # fmt: skip
+                if self._reachable(self._take, mine):
+                    if announced is not None:
+                        on_wait(time.monotonic() - started)
+                    return mine
+                time.sleep(0.05)  # another writer took that generation: look again
                 continue
             if step.holder.token != announced:
                 on_wait(holder=step.holder.describe())
@@ -238,30 +180,48 @@ class TableLease:
             sighting = step.sighting
             time.sleep(self.poll_s)
 
-    def _take(self, generation: int) -> LeaseRecord | None:
-        """Create ``generation``; the record when this writer now holds the lease (None: another
-        writer created it first, or a newer one exists, and this one stays out)."""
-        since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        mine = LeaseRecord(
-            generation, uuid.uuid4().hex, self.writer, socket.gethostname(), os.getpid(), since, self.ttl_s
-        )
-        body = mine.to_bytes()
-        if not self.store.create(self._key(generation), body):
-            return None
+    def _reachable(self, attempt: Callable[[_T], _R], argument: _T) -> _R:
+        """``attempt(argument)``, tried again while the store cannot be reached, for up to
+        ``UNREACHABLE_S`` (a restarting server); then one sentence."""
+        failing_since: float | None = None
+        while True:
+            try:
+                return attempt(argument)
+            except OSError as error:
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since > UNREACHABLE_S:
+                    raise LakehouseError(
+                        f"{self.table}: the table's lease in {self.folder} could not be read or written for "
+                        f"{UNREACHABLE_S:.0f} s ({error})."
+                    ) from None
+                time.sleep(self.poll_s)
+
+    def _look(self, sighting: Sighting | None) -> Take | Wait:
+        return next_step(_newest(self.store, self.folder, self.ttl_s), sighting, time.monotonic())
+
+    def _take(self, mine: LeaseRecord) -> bool:
+        """Create ``mine``'s generation: True when this writer now holds the lease (False: another
+        writer created it first, or a newer one exists, and this one stays out). Tried again
+        after a lost answer, it recognises its own object by the token."""
+        key, body = self._key(mine.generation), mine.to_bytes()
+        if not self.store.create(key, body):
+            existing = self.store.read(key)
+            if existing is None or LeaseRecord.from_bytes(mine.generation, existing, self.ttl_s).token != mine.token:
+                return False
         try:
-            _verify_conditional_writes(self.store, self._key(generation), body)
+            verify_conditional_writes(self.store, key, body)
         except ConditionalWritesUnsupported:
-            self.store.write(self._key(generation), mine.let_go().to_bytes())
+            self.store.write(key, mine.let_go().to_bytes())
             raise
         # The decision to create it was taken on a listing: a writer that slept through two
         # generations may recreate one that was forgotten. The newest generation is the lease.
         found = generations(self.store.names(self.folder))
-        if found[-1] != generation:
-            self.store.write(self._key(generation), mine.let_go().to_bytes())
-            return None
-        for old in (g for g in found if g < generation - 1):  # keep the one just superseded
+        if found[-1] != mine.generation:
+            self.store.write(key, mine.let_go().to_bytes())
+            return False
+        for old in (g for g in found if g < mine.generation - 1):  # keep the one just superseded
             self.store.delete(self._key(old))
-        return mine
+        return True
 
     def _renew(self, latest: list[LeaseRecord], stop: threading.Event) -> None:
         """Renew the lease every third of its duration until ``stop``; ``latest[0]`` is the

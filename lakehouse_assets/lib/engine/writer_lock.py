@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.table_lease import OnWait, S3LeaseStore, TableLease
+from lakehouse_assets.lib.engine.lease_store import S3LeaseStore
+from lakehouse_assets.lib.engine.table_lease import OnWait, TableLease
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, Settings, current
 
