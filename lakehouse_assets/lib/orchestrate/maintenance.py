@@ -122,7 +122,7 @@ def build_maintenance_job(table: TableSpec) -> dg.JobDefinition:
                 else f"waited {seconds:.1f}s for the lock"
             )
 
-        with writer_lock(paths).hold(table.name, waiting, f"maintenance run {context.run_id}"):
+        with writer_lock(paths).hold(table.name, waiting, f"maintenance run {context.run.run_id}"):
             for name in table.outputs:
                 figures = maintain_table(session, paths, name, config, context.log.info)
                 if figures is None:
