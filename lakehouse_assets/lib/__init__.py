@@ -30,7 +30,8 @@ from lakehouse_assets.lib.declare.expectations import (
     expect_or_quarantine,
 )
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
-from lakehouse_assets.lib.declare.inputs import catalog_table, change_feed, kafka, landing, static, stream
+from lakehouse_assets.lib.declare.inputs import catalog_table, change_feed, landing, static, stream
+from lakehouse_assets.lib.declare.kafka_inputs import kafka
 from lakehouse_assets.lib.declare.parsing import IS_JSON_OBJECT, RESCUED, non_blank_lines, parse_json_lines
 from lakehouse_assets.lib.declare.quarantine import Quarantine
 from lakehouse_assets.lib.declare.registry import collect_tables

@@ -33,3 +33,17 @@ class KafkaProblem(LakehouseError):
 class EngineUnavailable(LakehouseError):
     """The Spark engine went away or could not serve the run for a while (restarted, unreachable,
     a Python worker that did not connect back in time). Transient: the table is retried."""
+
+
+class LandedFileUnreadable(LakehouseError):
+    """A query failed reading one landed file (Spark's ``FAILED_READ_FILE``): ``file`` is its
+    path as landed (decoded), so the intake can count the failure against it."""
+
+    def __init__(self, message: str, file: str) -> None:
+        super().__init__(message)
+        self.file = file
+
+
+class UnexaminedFile(LakehouseError):
+    """A CSV file landed after the run read the headers and before its query listed the folder:
+    its micro-batch stopped whole, and the next attempt reads its header first."""

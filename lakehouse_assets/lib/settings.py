@@ -113,6 +113,21 @@ class Settings:
     """``AWS_SESSION_TOKEN``: with the key pair, temporary credentials (an assumed role, SSO)."""
     s3_port: int = 8333
     """``LAKEHOUSE_S3_PORT``: the port ``make s3`` serves its S3-compatible server on."""
+    landing_max_file_bytes: int = 1 << 30
+    """``LAKEHOUSE_LANDING_MAX_FILE_BYTES``: the most a landed file may hold, decompressed; a larger
+    one is set aside whole (``landing(..., max_file_bytes=)`` per input)."""
+    landing_max_line_bytes: int = 16 << 20
+    """``LAKEHOUSE_LANDING_MAX_LINE_BYTES``: the longest line a landed text, JSON or CSV file may
+    hold; a file with a longer one is set aside whole (``landing(..., max_line_bytes=)``)."""
+    landing_max_columns: int = 1000
+    """``LAKEHOUSE_LANDING_MAX_COLUMNS``: the most columns a landed file's header or fields may
+    bring an inferred schema to; a file that would take it further is set aside."""
+    landing_links: str = "refuse"
+    """``LAKEHOUSE_LANDING_LINKS``: ``refuse`` sets every symbolic link in a landing folder aside;
+    ``inside`` reads links to regular files inside the same landing folder."""
+    poison_attempts: int = 2
+    """``LAKEHOUSE_POISON_ATTEMPTS``: a landed file whose reading fails this many times in a row
+    (within a run and across runs) is set aside, and the query runs again without it."""
     transient_tries: int = 4
     """``LAKEHOUSE_TRANSIENT_TRIES``: how many times a step runs a table whose engine went away
     or whose Python worker did not connect back (``1``: no retry)."""
@@ -167,6 +182,11 @@ ENV_NAMES: dict[str, str] = {
     "s3_secret_key": "AWS_SECRET_ACCESS_KEY",
     "s3_session_token": "AWS_SESSION_TOKEN",
     "s3_port": "LAKEHOUSE_S3_PORT",
+    "landing_max_file_bytes": "LAKEHOUSE_LANDING_MAX_FILE_BYTES",
+    "landing_max_line_bytes": "LAKEHOUSE_LANDING_MAX_LINE_BYTES",
+    "landing_max_columns": "LAKEHOUSE_LANDING_MAX_COLUMNS",
+    "landing_links": "LAKEHOUSE_LANDING_LINKS",
+    "poison_attempts": "LAKEHOUSE_POISON_ATTEMPTS",
     "transient_tries": "LAKEHOUSE_TRANSIENT_TRIES",
     "transient_backoff_s": "LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS",
     "table_lease": "LAKEHOUSE_TABLE_LEASE",

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from lakehouse_assets.lib import LakehouseError, LakehousePaths, landing, stream, streaming_table
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.csv_layout import read_header
-from lakehouse_assets.lib.engine.source_log import committed_files
+from lakehouse_assets.lib.engine.source_log import planned_files
 from lakehouse_assets.lib.engine.run import run_table
 
 ROUND_1 = {"a.csv": "id,kwh\n1,1.5\n2,2.25\n"}
@@ -190,9 +190,10 @@ def test_headers_are_read_as_spark_reads_them(tmp_path: Path) -> None:
 
 
 @pytest.mark.unit
-def test_a_replayed_batch_keeps_its_files_pending(tmp_path: Path) -> None:
-    """Only the files of committed batches leave the query's plan: the source's own batch ids
-    (which a no-data batch makes drift from the query's) are read from the committed offset."""
+def test_the_files_of_a_planned_batch_are_read_from_its_offsets(tmp_path: Path) -> None:
+    """The files a planned, uncommitted micro-batch will replay (the intake names any that went
+    missing): the source's own batch ids (which a no-data batch makes drift from the query's)
+    are read from the committed offset and the planned one."""
     query = tmp_path / "query"
     for folder in ("commits", "offsets", "sources/0", "sources/1"):
         (query / folder).mkdir(parents=True)
@@ -204,7 +205,7 @@ def test_a_replayed_batch_keeps_its_files_pending(tmp_path: Path) -> None:
         (query / f"offsets/{batch}").write_text(f'v1\n{{}}\n{{"logOffset":0}}\n{{"logOffset":{log_offset}}}')
     (query / "commits/0").write_text("v1")
     (query / "commits/1").write_text("v1")
-    assert committed_files(str(query), "/r/landing/meters") == {"a b.csv"}
+    assert planned_files(str(query), "/r/landing/meters") == ["c.csv"]
+    assert planned_files(str(query), "/r/landing/nowhere") is None
     (query / "commits/2").write_text("v1")
-    assert committed_files(str(query), "/r/landing/meters") == {"a b.csv", "c.csv"}
-    assert committed_files(str(query), "/r/landing/nowhere") == set()
+    assert planned_files(str(query), "/r/landing/meters") is None

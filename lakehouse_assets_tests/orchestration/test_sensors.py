@@ -397,3 +397,31 @@ def test_a_run_that_failed_is_followed_by_another_without_a_new_file_with_back_o
     harness.finish_run(harness.start_run(dg.DagsterRunStatus.STARTED))
     assert isinstance(harness.tick(), dg.SkipReason)
     assert len(harness.requests) == 3
+
+
+def test_a_folder_unchanged_since_a_quiet_listing_is_not_listed_again(harness: Harness, monkeypatch) -> None:
+    """A tick costs one stat of the folder, not a listing of every file it holds, while nothing
+    lands; a file that lands is seen at the next tick."""
+    for i in range(50):
+        harness.land(f"old-{i}.json")
+    assert isinstance(harness.tick(), dg.RunRequest)
+    assert isinstance(harness.tick(), dg.SkipReason)  # lists, finds nothing new, stamps the cursor
+    old = time.time() - 10
+    os.utime(harness.folder, (old, old))  # the folder's last change is now well before its listing
+    listings = []
+    from lakehouse_assets.lib.orchestrate import sensors
+
+    monkeypatch.setattr(sensors, "scan", lambda *a, **k: listings.append(a) or _scan(*a, **k))
+    assert isinstance(harness.tick(), dg.SkipReason) and len(listings) == 1  # the folder's time moved: lists once
+    skipped = harness.tick()
+    assert isinstance(skipped, dg.SkipReason) and len(listings) == 1, "an unchanged folder was listed"
+    assert "unchanged since a listing" in skipped.skip_message and "tick " in skipped.skip_message
+    harness.land("new.json")
+    request = harness.tick()
+    assert isinstance(request, dg.RunRequest) and new_files(request) == 1 and len(listings) == 2
+
+
+def _scan(*args, **kwargs):
+    from lakehouse_assets.lib.orchestrate.landing import scan
+
+    return scan(*args, **kwargs)

@@ -20,112 +20,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from lakehouse_assets.lib.declare.check_kinds import (
+    CheckOutcome,
+    CheckRule,
+    ExpectationMet,
+    LandedLinesConserved,
+    NoFilesSetAside,
+    QuarantineShare,
+    QuarantineTraceable,
+    ReconcilesWith,
+    RequiredColumns,
+    RowsSatisfy,
+    Scd2History,
+    SchemaUnchanged,
+    UniqueKeys,
+    UserFunction,
+)
 from lakehouse_assets.lib.errors import DeclarationError
 
 Severity = Literal["ERROR", "WARN"]
 Scope = Literal["changes", "full table"]
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """What a check found: whether it passed, and figures shown with it in the UI.
-
-    :param passed: the check holds.
-    :param metadata: name -> value (numbers, text), recorded on the asset check evaluation.
-    """
-
-    passed: bool
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class UniqueKeys:
-    keys: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RequiredColumns:
-    columns: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Scd2History:
-    keys: tuple[str, ...]
-    valid_from: str
-    valid_to: str
-    is_current: str
-
-
-@dataclass(frozen=True)
-class ExpectationMet:
-    expectation: str
-    action: str
-
-
-@dataclass(frozen=True)
-class SchemaUnchanged:
-    pass
-
-
-@dataclass(frozen=True)
-class ReconcilesWith:
-    other: str
-    this_sql: dict[str, str]
-    other_sql: dict[str, str]
-    tolerance: float
-
-    @property
-    def check_name(self) -> str:
-        """The check's name, under which its last outcome is looked up to carry it over."""
-        return f"reconciles_with_{self.other}"
-
-
-@dataclass(frozen=True)
-class LandedLinesConserved:
-    source_file: str
-    quarantine: str | None
-
-
-@dataclass(frozen=True)
-class QuarantineShare:
-    max_share: float
-
-
-@dataclass(frozen=True)
-class QuarantineTraceable:
-    quarantine: str
-    columns: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RowsSatisfy:
-    condition: str
-    whole_table: bool
-
-
-@dataclass(frozen=True)
-class UserFunction:
-    # Called with the rows in scope (a DataFrame); returns a bool or a CheckOutcome.
-    function: Callable[[Any], bool | CheckOutcome]
-    whole_table: bool
-
-
-CheckRule = (
-    UniqueKeys
-    | RequiredColumns
-    | Scd2History
-    | ExpectationMet
-    | SchemaUnchanged
-    | ReconcilesWith
-    | LandedLinesConserved
-    | QuarantineShare
-    | QuarantineTraceable
-    | RowsSatisfy
-    | UserFunction
-)
 
 
 @dataclass(frozen=True)
@@ -212,6 +129,16 @@ def landed_lines_conserved(source_file: str = "_source_file", quarantine: str | 
     )
 
 
+def no_files_set_aside(intakes: list[tuple[str, str]]) -> TableCheck:
+    """Warn while a landed file of the table's landing inputs is set aside (too large, a link,
+    unreadable...): it waits for a person to fix it and take it back in.
+
+    :param intakes: (checkpoint name, parameter) of each landing input.
+    """
+    description = "No landed file is set aside (each one waits to be fixed and taken back in)."
+    return TableCheck("no_files_set_aside", description, NoFilesSetAside(tuple(intakes)), "WARN", "full table")
+
+
 def quarantine_rate(max_share: float = 0.1) -> TableCheck:
     """On the quarantine table: warn when the run sent more than ``max_share`` of the rows its
     expectations checked to quarantine (a degrading feed shows before anyone reads the table)."""
@@ -266,7 +193,7 @@ def custom_check(
 
 
 # Checks every table gets (a declared check of the same kind and name replaces its default).
-DEFAULT_CHECK_NAMES = ("schema_unchanged", "quarantine_rate", "quarantine_rows_traceable")
+DEFAULT_CHECK_NAMES = ("schema_unchanged", "quarantine_rate", "quarantine_rows_traceable", "no_files_set_aside")
 
 
 def declared_checks(table: str, checks: list[TableCheck] | None) -> list[TableCheck]:

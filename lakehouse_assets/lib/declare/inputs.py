@@ -4,10 +4,11 @@ only."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from lakehouse_assets.lib.declare.ddl import ddl_columns, duration
+from lakehouse_assets.lib.declare.kafka_inputs import KafkaInput
 from lakehouse_assets.lib.errors import DeclarationError
 
 ReadMode = Literal["stream", "static", "change_feed"]
@@ -19,6 +20,9 @@ SELF_DESCRIBING_FORMATS = ("parquet", "avro")
 # Auto Loader's names for what a landed file with fields the schema lacks does to the schema.
 SchemaEvolution = Literal["addNewColumns", "rescue", "failOnNewColumns", "none"]
 SCHEMA_EVOLUTION_MODES = ("addNewColumns", "rescue", "failOnNewColumns", "none")
+# What becomes of a landed file once its rows are committed (Auto Loader's cleanSource).
+CleanSource = Literal["off", "archive", "delete"]
+CLEAN_SOURCE_MODES = ("off", "archive", "delete")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,13 @@ class LandingInput:
     path: str | None = None
     # False: inferred top-level columns are strings (Auto Loader's inferColumnTypes=false).
     infer_column_types: bool = True
+    # What one landed file may cost (None: LAKEHOUSE_LANDING_MAX_FILE_BYTES / _LINE_BYTES).
+    max_file_bytes: int | None = None
+    max_line_bytes: int | None = None
+    # Once its rows are committed: kept, archived (kept there for retention) or deleted after it.
+    clean_source: CleanSource = "off"
+    archive_path: str | None = None
+    retention: str | None = None
 
     @property
     def described(self) -> str:
@@ -81,22 +92,6 @@ class LandingInput:
         """The evolution mode; by default Auto Loader's: ``addNewColumns`` when the schema is
         inferred, ``none`` when it is given."""
         return self.schema_evolution or ("none" if self.schema else "addNewColumns")
-
-
-@dataclass(frozen=True)
-class KafkaInput:
-    """Messages of Kafka topics, read from the table's checkpoint like landing files: each run
-    reads what arrived since the last one (``availableNow``)."""
-
-    topics: tuple[str, ...] = ()
-    pattern: str | None = None
-    starting_offsets: str = "earliest"
-    bootstrap_servers: str | None = None
-    options: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def described(self) -> str:
-        return ", ".join(self.topics) if self.topics else f"topics matching {self.pattern}"
 
 
 @dataclass(frozen=True)
@@ -173,6 +168,11 @@ def landing(
     schema: str | None = None,
     schema_hints: str | None = None,
     schema_evolution: SchemaEvolution | None = None,
+    max_file_bytes: int | None = None,
+    max_line_bytes: int | None = None,
+    clean_source: CleanSource = "off",
+    archive_path: str | None = None,
+    retention: str | None = None,
 ) -> LandingInput:
     """Read the files landed in ``landing/<source>/``.
 
@@ -199,6 +199,21 @@ def landing(
         ``rescue``: the schema never changes, they go to ``_rescued_data``;
         ``failOnNewColumns``: the run stops naming the fields and the file, writing nothing,
         until ``schema`` has them; ``none`` (default with ``schema``): they are ignored.
+    :param max_file_bytes: the most a landed file may hold, decompressed (``.gz``, ``.bz2``); a
+        larger one is set aside whole (None: ``LAKEHOUSE_LANDING_MAX_FILE_BYTES``, 1 GiB).
+    :param max_line_bytes: the longest line a landed ``text``, ``json`` or ``csv`` file may hold
+        (the reader holds a line whole); a file with a longer one is set aside whole (None:
+        ``LAKEHOUSE_LANDING_MAX_LINE_BYTES``, 16 MiB).
+    :param clean_source: what becomes of a landed file once its rows are committed (Auto
+        Loader's ``cleanSource``): ``off`` (kept, the default), ``archive`` (moved at the next
+        run into ``archive_path``, dated ``YYYY/MM/DD``, kept there for ``retention``) or
+        ``delete`` (deleted ``retention`` after its commit). A folder read by more than one table
+        cannot be cleaned. Files set aside are never cleaned.
+    :param archive_path: where ``archive`` moves files (default ``archive/<source>`` under the
+        data root); a folder or bucket prefix that no landing input reads.
+    :param retention: ``archive``: how long archived files are kept (None: forever); ``delete``:
+        how long a committed file stays before it is deleted (default ``"7 days"``). A duration
+        such as ``"30 days"``, ``"12 hours"``, ``"1 week"``.
     """
     if format not in ("text", "csv", *INFERRED_FORMATS):
         raise DeclarationError(
@@ -218,7 +233,33 @@ def landing(
             f"landing({source!r}): schema_evolution must be one of {', '.join(SCHEMA_EVOLUTION_MODES)}, "
             f"not {schema_evolution!r}"
         )
-    declared = LandingInput(source, format, glob, dict(options or {}), schema, schema_hints, schema_evolution)
+    for bound, value in (("max_file_bytes", max_file_bytes), ("max_line_bytes", max_line_bytes)):
+        if value is not None and (not isinstance(value, int) or value <= 0):
+            raise DeclarationError(f"landing({source!r}): {bound} must be a positive number of bytes, not {value!r}")
+    if clean_source not in CLEAN_SOURCE_MODES:
+        raise DeclarationError(
+            f"landing({source!r}): clean_source must be 'off', 'archive' or 'delete', not {clean_source!r}"
+        )
+    if archive_path and clean_source != "archive":
+        raise DeclarationError(f"landing({source!r}): archive_path needs clean_source='archive'")
+    if retention is not None:
+        if clean_source == "off":
+            raise DeclarationError(f"landing({source!r}): retention needs clean_source='archive' or 'delete'")
+        duration(retention)  # a malformed duration stops the declaration, not a run
+    declared = LandingInput(
+        source,
+        format,
+        glob,
+        dict(options or {}),
+        schema,
+        schema_hints,
+        schema_evolution,
+        max_file_bytes=max_file_bytes,
+        max_line_bytes=max_line_bytes,
+        clean_source=clean_source,
+        archive_path=archive_path.rstrip("/") if archive_path else None,
+        retention=retention or ("7 days" if clean_source == "delete" else None),
+    )
     recursive = any(k.lower() == "recursivefilelookup" and str(v).lower() == "true" for k, v in (options or {}).items())
     if format == "csv" and declared.infers_schema and recursive:
         raise DeclarationError(
@@ -229,69 +270,3 @@ def landing(
         if ddl and declared.infers_schema:
             ddl_columns(ddl)  # a malformed DDL stops the declaration, not a run
     return declared
-
-
-def ddl_columns(ddl: str) -> dict[str, str]:
-    """``"a string, `b c` decimal(10,2), d struct<x:int,y:int>"`` as ``{name: type}``, in order.
-
-    :param ddl: column definitions separated by top-level commas; names may be back-quoted.
-    """
-    columns: dict[str, str] = {}
-    for part in _top_level(ddl):
-        match = re.fullmatch(r"\s*(`(?:[^`]|``)+`|[A-Za-z_][\w]*)\s*:?\s+(.+?)\s*", part, re.S)
-        if not match:
-            raise DeclarationError(f"schema {ddl!r}: {part.strip()!r} is not 'name type'")
-        name = match.group(1)
-        if name.startswith("`"):
-            name = name[1:-1].replace("``", "`")
-        columns[name] = match.group(2)
-    if not columns:
-        raise DeclarationError(f"schema {ddl!r} names no column")
-    return columns
-
-
-def _top_level(ddl: str) -> list[str]:
-    parts, depth, start, quoted = [], 0, 0, False
-    for i, char in enumerate(ddl):
-        if char == "`":
-            quoted = not quoted
-        elif not quoted and char in "<(":
-            depth += 1
-        elif not quoted and char in ">)":
-            depth -= 1
-        elif not quoted and depth == 0 and char == ",":
-            parts.append(ddl[start:i])
-            start = i + 1
-    parts.append(ddl[start:])
-    return [p for p in parts if p.strip()]
-
-
-def kafka(
-    topic: str | None = None,
-    *,
-    topics: list[str] | None = None,
-    pattern: str | None = None,
-    starting_offsets: str = "earliest",
-    bootstrap_servers: str | None = None,
-    options: dict[str, str] | None = None,
-) -> KafkaInput:
-    """Read the messages of a Kafka topic as rows shaped like landed lines: ``value`` (the
-    message as UTF-8 text), ``_source_file`` (``kafka://<topic>/<partition>/<offset>``),
-    ``_ingested_at``, plus ``_kafka_key``, ``_kafka_topic``, ``_kafka_partition``,
-    ``_kafka_offset`` and ``_kafka_timestamp``. A function written for a landing input reads it
-    unchanged.
-
-    :param topic: the topic (or give ``topics`` or ``pattern``).
-    :param topics: several topics.
-    :param pattern: a Java regular expression of topic names (``subscribePattern``).
-    :param starting_offsets: where a new checkpoint starts: ``earliest`` (default), ``latest``
-        or Spark's per-partition JSON.
-    :param bootstrap_servers: the brokers (default: ``LAKEHOUSE_KAFKA_BOOTSTRAP``, read at run
-        time).
-    :param options: Spark Kafka source options; ``kafka.``-prefixed ones go to the consumer
-        (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``...).
-    """
-    chosen = ([topic] if topic else []) + list(topics or [])
-    if bool(chosen) == bool(pattern):
-        raise DeclarationError("kafka(): give a topic (or topics=[...]) or a pattern, not both and not neither")
-    return KafkaInput(tuple(chosen), pattern, starting_offsets, bootstrap_servers, dict(options or {}))

@@ -12,6 +12,8 @@ import re
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse_assets.lib.declare.sql_names import column, quote
+
 RESCUED = "_rescued_data"
 IS_JSON_OBJECT = "_is_json_object"
 CORRUPT_RECORD = "_corrupt_record"
@@ -57,7 +59,7 @@ def parse_json_lines(
     :param rescue_undeclared: keep fields not in ``fields`` in ``_rescued_data`` (False: only
         values that do not fit their declared type are kept there).
     """
-    schema = ", ".join(f"`{name}` {kind}" for name, kind in fields.items())
+    schema = ", ".join(f"{quote(name)} {kind}" for name, kind in fields.items())
     as_map = F.from_json(F.col(column), "map<string,variant>")
     parsed = F.from_json(F.col(column), schema)
     staged = lines.select("*", as_map.alias("__lh_map"), parsed.alias("__lh_parsed"))
@@ -83,8 +85,8 @@ def parse_landed_json(lines: DataFrame, fields: dict[str, str], rescue_undeclare
     parsed = parse_json_lines(staged, fields, column=line, rescue_undeclared=rescue_undeclared)
     corrupt = F.to_json(F.create_map(F.lit(CORRUPT_RECORD), F.col(line)))
     rescued = F.when(F.col(IS_JSON_OBJECT), F.col(RESCUED)).otherwise(corrupt).alias(RESCUED)
-    others = [F.col(f"`{c}`") for c in lines.columns if c != "value"]
-    return parsed.select(*[F.col(f"`{name}`") for name in fields], rescued, *others)
+    others = [column(c) for c in lines.columns if c != "value"]
+    return parsed.select(*[column(name) for name in fields], rescued, *others)
 
 
 def csv_positions(width: int) -> list[str]:
@@ -160,7 +162,7 @@ def parse_csv_rows(
         return value.isNotNull() & condition
 
     rescued = F.map_filter(by_name, keep)
-    others = [F.col(f"`{c}`") for c in rows.columns if c != file_column and not re.fullmatch(r"_c\d+", c)]
+    others = [column(c) for c in rows.columns if c != file_column and not re.fullmatch(r"_c\d+", c)]
     return staged.select(
         *[typed[name].alias(name) for name in fields],
         F.when(F.size(rescued) > 0, F.to_json(rescued)).alias(RESCUED),

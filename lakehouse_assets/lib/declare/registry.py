@@ -8,6 +8,7 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
 
@@ -38,6 +39,7 @@ def collect_tables(package: ModuleType | str) -> list[TableSpec]:
                 )
             tables.setdefault(value.name, value)
     refuse_cycles(list(tables.values()))
+    refuse_shared_cleaning(list(tables.values()))
     return list(tables.values())
 
 
@@ -54,3 +56,24 @@ def refuse_cycles(tables: list[TableSpec]) -> None:
 
     for name in reads:
         visit(name, ())
+
+
+def refuse_shared_cleaning(tables: list[TableSpec]) -> None:
+    """One sentence when a landing folder whose files are archived or deleted once committed is
+    read by more than one table or flow: one reader's commit says nothing of the other's."""
+    readers: dict[str, list[str]] = {}
+    cleaned: set[str] = set()
+    for table in tables:
+        for flow in table.flow_runs():
+            for source in flow.inputs.values():
+                if isinstance(source, LandingInput):
+                    readers.setdefault(source.described, []).append(flow.checkpoint_name)
+                    if source.clean_source != "off":
+                        cleaned.add(source.described)
+    for folder in sorted(cleaned):
+        if len(readers[folder]) > 1:
+            raise DeclarationError(
+                f"{folder} is read by {', '.join(readers[folder])} and its files are cleaned once committed "
+                "(clean_source): a file one reader committed may not be read by the other yet; let one table "
+                "read the folder, or keep its files (clean_source='off')"
+            )

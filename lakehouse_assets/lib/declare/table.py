@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from lakehouse_assets.lib.declare.checks import (
     TableCheck,
     declared_checks,
+    no_files_set_aside,
     quarantine_rate,
     quarantine_traceable,
     schema_unchanged,
@@ -144,8 +145,17 @@ class TableSpec:
 
     @property
     def all_checks(self) -> list[TableCheck]:
-        """Declared checks plus those every table gets: schema and, with a quarantine, its rate."""
+        """Declared checks plus those every table gets: schema, landed files set aside (with a
+        landing input) and, with a quarantine, its rate and traceability."""
         defaults = [schema_unchanged()] if self.writes_delta else []
+        intakes = [
+            (flow.checkpoint_name, parameter)
+            for flow in self.flow_runs()
+            for parameter, source in flow.inputs.items()
+            if isinstance(source, LandingInput)
+        ]
+        if intakes:
+            defaults.append(no_files_set_aside(intakes))
         if self.quarantine:
             defaults.append(quarantine_rate(self.quarantine.max_share))
             defaults.append(quarantine_traceable(self.quarantine.table, self.quarantine.traced_columns))

@@ -18,8 +18,12 @@ from pyspark.sql import functions as F
 from lakehouse_assets.lib.declare import checks as rules
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.parsing import BLANK
-from lakehouse_assets.lib.engine import reconcile
+from lakehouse_assets.lib.declare.sql_names import column
+from lakehouse_assets.lib.engine import reconcile, storage
 from lakehouse_assets.lib.engine.check_context import CheckContext
+from lakehouse_assets.lib.engine.intake import check as set_aside_check
+from lakehouse_assets.lib.engine.intake.set_aside import REASON as SET_ASIDE_REASON
+from lakehouse_assets.lib.engine.landing_names import NO_GLOB, as_landed
 
 SAMPLE = 5
 Rule = TypeVar("Rule")
@@ -65,9 +69,9 @@ def null_counts(ctx: CheckContext, columns: list[str], table: str | None = None)
     that changed since the last checked version; only the columns that have any."""
     if ctx.unchanged(table):
         return {}
-    rows = ctx.changes(table)
-    rows = ctx.read(table) if rows is None else rows
-    counts = rows.agg(*[F.count_if(F.col(f"`{c}`").isNull()).alias(c) for c in columns]).collect()[0].asDict()
+    changed = ctx.changes(table)
+    rows = _lines_of_files(ctx.read(table) if changed is None else changed)
+    counts = rows.agg(*[F.count_if(column(c).isNull()).alias(c) for c in columns]).collect()[0].asDict()
     return {c: int(n or 0) for c, n in counts.items() if n}
 
 
@@ -130,6 +134,7 @@ def _schema_unchanged(rule: rules.SchemaUnchanged, ctx: CheckContext) -> CheckOu
 
 
 _evaluates(rules.ReconcilesWith)(reconcile.evaluate)
+_evaluates(rules.NoFilesSetAside)(set_aside_check.evaluate)
 
 
 def _touched_files(rule: rules.LandedLinesConserved, ctx: CheckContext, tables: list[str]) -> tuple[list[str], bool]:
@@ -145,9 +150,9 @@ def _touched_files(rule: rules.LandedLinesConserved, ctx: CheckContext, tables: 
     sources = []  # the source file of every row changed in the table or its quarantine
     for name in (t for t in tables if not ctx.unchanged(t)):
         changed = ctx.changes(name, kinds=("insert", "update_preimage", "update_postimage", "delete"))
-        sources.append((ctx.read(name) if changed is None else changed).select(rule.source_file))
-    rows = reduce(DataFrame.unionByName, sources).distinct().collect()
-    return sorted({r[0] for r in rows if not r[0].startswith("kafka://")}), False  # files only, not messages
+        sources.append(_lines_of_files(ctx.read(name) if changed is None else changed).select(rule.source_file))
+    found = reduce(DataFrame.unionByName, sources).distinct().collect()
+    return sorted({r[0] for r in found if not r[0].startswith("kafka://")}), False  # files only, not messages
 
 
 def _stored_rows(ctx: CheckContext, name: str, appended: bool) -> DataFrame | None:
@@ -159,22 +164,36 @@ def _stored_rows(ctx: CheckContext, name: str, appended: bool) -> DataFrame | No
     return None if ctx.unchanged(name) else ctx.changes(name, kinds=("insert",))
 
 
+def _lines_of_files(rows: DataFrame) -> DataFrame:
+    """``rows`` without the rows naming a file set aside whole (its lines were never read)."""
+    return rows.where(F.col(SET_ASIDE_REASON).isNull()) if SET_ASIDE_REASON in rows.columns else rows
+
+
 @_evaluates(rules.LandedLinesConserved)
 def _landed_lines_conserved(rule: rules.LandedLinesConserved, ctx: CheckContext) -> CheckOutcome:
     tables = [ctx.table] + ([rule.quarantine] if rule.quarantine else [])
-    files, appended = _touched_files(rule, ctx, tables)
+    touched, appended = _touched_files(rule, ctx, tables)
+    # A file archived or deleted since (landing retention) can no longer be counted.
+    files = [f for f in touched if storage.exists(f)]
     if not files:
-        return CheckOutcome(True, {"files_checked": 0})
+        return CheckOutcome(True, {"files_checked": 0, "files_no_longer_landed": len(touched)})
     # One Spark job: every non-blank landed line and every stored row tagged with its file,
     # counted per file in one aggregation; only the files whose counts differ come back.
     lines = (
-        ctx.spark.read.text(files)
+        ctx.spark.read.option(NO_GLOB, "false")  # a file named ev*.json is a name, not a pattern
+        .text(files)
         .where(~F.col("value").rlike(BLANK))
-        .select(F.col("_metadata.file_path").alias("file"), F.lit(1).alias("landed"), F.lit(0).alias("stored"))
+        .select(
+            as_landed(F.col("_metadata.file_path")).alias("file"), F.lit(1).alias("landed"), F.lit(0).alias("stored")
+        )
     )
     tagged = (F.col(rule.source_file).alias("file"), F.lit(0).alias("landed"), F.lit(1).alias("stored"))
     scopes = [_stored_rows(ctx, t, appended) for t in tables]
-    stored = [rows.where(F.col(rule.source_file).isin(files)).select(*tagged) for rows in scopes if rows is not None]
+    stored = [
+        _lines_of_files(rows).where(F.col(rule.source_file).isin(files)).select(*tagged)
+        for rows in scopes
+        if rows is not None
+    ]
     mismatched = (
         reduce(DataFrame.unionByName, [lines, *stored])
         .groupBy("file")
@@ -187,6 +206,7 @@ def _landed_lines_conserved(rule: rules.LandedLinesConserved, ctx: CheckContext)
         not mismatched,
         {
             "files_checked": len(files),
+            "files_no_longer_landed": len(touched) - len(files),
             "files_mismatched": len(mismatched),
             "examples": examples or "none",
             "stored_rows_read_from": "the appends since the last check" if appended else "the whole table",

@@ -1,5 +1,6 @@
-"""A table's checkpoint and outputs: the writer identity, table creation, full refresh, and the
-guard against restarting from nothing into a table that holds rows."""
+"""A table's checkpoint and outputs: the writer identity, the markers of progress kept outside
+the checkpoint (read by :mod:`~lakehouse_assets.lib.engine.checkpoint_guard`), table creation
+and full refresh."""
 
 from __future__ import annotations
 
@@ -9,15 +10,33 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
+from lakehouse_assets.lib.engine.outputs import delta_output_paths
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths
 
 
 def query_checkpoint(paths: LakehousePaths, table: TableSpec) -> str:
     return f"{paths.checkpoint(table.checkpoint_name)}/query"
+
+
+def once_done_marker(paths: LakehousePaths, flow: TableSpec) -> str:
+    """The file in a once-flow's checkpoint folder that says its backfill is done."""
+    return f"{paths.checkpoint(flow.checkpoint_name)}/once-done"
+
+
+STARTED_FOLDER = ".started"
+
+
+def started_marker(paths: LakehousePaths, flow: TableSpec) -> str:
+    """The file saying the flow's checkpoint has made progress: under ``checkpoints/.started/``,
+    outside the checkpoint's own folder, so it outlives that folder.
+
+    :param paths: the data root.
+    :param flow: the table's own flow or one of its flows (:meth:`TableSpec.flow_runs`).
+    """
+    return f"{paths.checkpoint(STARTED_FOLDER)}/{flow.checkpoint_name}/started"
 
 
 def uncommitted_batch(paths: LakehousePaths, table: TableSpec) -> bool:
@@ -72,28 +91,13 @@ def ensure_table(
 
 
 def full_refresh(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Callable[[str], None]) -> None:
-    """Forget the checkpoint and empty the outputs; keeping the tables' identity lets
-    downstream change-feed readers see the rebuild as deletes and inserts."""
+    """Forget the checkpoints (the table's and its flows', and their markers) and empty the
+    outputs; keeping the tables' identity lets downstream change-feed readers see the rebuild as
+    deletes and inserts. The markers go first: a refresh cut off after them leaves checkpoints
+    that are still there, and the next run records their markers again."""
     log(f"{table.name}: full refresh: resetting checkpoint and emptying {table.outputs}")
+    storage.delete(f"{paths.checkpoint(STARTED_FOLDER)}/{table.name}")
     storage.delete(paths.checkpoint(table.name))
-    for name in table.outputs:
-        path = table.sink.path if isinstance(table.sink, DeltaPathSink) and name == table.name else paths.table(name)
+    for path in delta_output_paths(paths, table).values():
         if delta_sql.is_delta_table(path):
             delta_sql.delete_all_rows(spark, path)
-
-
-def guard_checkpoint(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> None:
-    """Refuse to restart from nothing into a table that already holds rows: without its
-    checkpoint the query would re-read every input and duplicate data. A further flow
-    (``append_flow``) starting from nothing is a flow just added: it reads its input from its
-    starting position."""
-    if table.flow is not None or storage.exists(f"{query_checkpoint(paths, table)}/metadata"):
-        return
-    for name in table.outputs:
-        path = table.sink.path if isinstance(table.sink, DeltaPathSink) and name == table.name else paths.table(name)
-        if delta_sql.is_delta_table(path) and not spark.read.format("delta").load(path).isEmpty():
-            raise LakehouseError(
-                f"{table.name}: its checkpoint is missing ({paths.checkpoint(table.name)}) but "
-                f"{name} already holds rows, so a restart would duplicate data. Run a full refresh "
-                f"(run config ops: {{{table.name}: {{config: {{full_refresh: true}}}}}}) to rebuild it."
-            )

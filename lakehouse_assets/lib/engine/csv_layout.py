@@ -1,7 +1,7 @@
 """The headers of landed CSV files, for a ``landing(format="csv")`` input whose schema is inferred
 or evolves: each file's header is read once, when the file is first examined, and kept beside
-the input's schema (``<checkpoint>/_schemas/<parameter>/headers.json``), so its rows are read by
-column name whatever order or subset of columns the file has. Types are inferred per header
+the input's schema (``<checkpoint>/_schemas/<parameter>/headers.json``) until a query has read it,
+so its rows are read by column name whatever order or subset of columns the file has. Types are inferred per header
 (Spark's own CSV inference), then merged.
 """
 
@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.delta_sql import sql_type
 from lakehouse_assets.lib.engine.errors import engine_lost
-from lakehouse_assets.lib.engine.source_log import committed_files
+from lakehouse_assets.lib.engine.landing_names import NO_GLOB
 from lakehouse_assets.lib.errors import LakehouseError, first_line
 from lakehouse_assets.lib.settings import current
 
@@ -167,6 +167,7 @@ def infer_types(
         try:
             schema = (
                 spark.read.options(**reader_options(options))
+                .option(NO_GLOB, "false")
                 .option("header", has_header(options))
                 .option("inferSchema", "true")
                 .csv(files)
@@ -183,10 +184,17 @@ def infer_types(
     return merged
 
 
-def reading_plan(schema_folder: str, query_checkpoint: str, landing_folder: str, columns: list[str]) -> CsvPlan:
+def reading_plan(schema_folder: str, columns: list[str]) -> CsvPlan:
     """What a run's query needs to read the input's CSV rows by header name: the headers of the
-    files it may read (those its query has not committed) that are not exactly ``columns``."""
-    done = committed_files(query_checkpoint, landing_folder)
-    pending = {n: h for n, h in known_headers(schema_folder).items() if n not in done}
+    files it may read that are not exactly ``columns``. Those are the files examined since the
+    last query that read everything (the headers of the files it committed are then forgotten,
+    :func:`forget_headers`), so the plan is bounded by what is new."""
+    pending = known_headers(schema_folder)
     width = max([len(columns), *(len(h) for h in pending.values())])
     return CsvPlan(width, {n: h for n, h in pending.items() if h != columns}, sorted(pending))
+
+
+def forget_headers(schema_folder: str) -> None:
+    """After a query that read every examined file: their headers are no longer needed."""
+    if storage.exists(headers_file(schema_folder)):
+        storage.delete(headers_file(schema_folder))

@@ -47,6 +47,15 @@ def delta_commit_info(table_path: str, version: int) -> dict[str, Any] | None:
     return None
 
 
+def commit_timestamp_ms(table_path: str, version: int) -> int | None:
+    """When ``version`` was committed, in milliseconds since the epoch, by the writer's clock (the
+    clock Delta stamps removed files with): its in-commit timestamp, else its ``commitInfo``
+    timestamp; None when the log no longer holds the commit or it records neither."""
+    info = delta_commit_info(table_path, version) or {}
+    stamp = info.get("inCommitTimestamp", info.get("timestamp"))
+    return int(stamp) if isinstance(stamp, int) else None
+
+
 # Operations that rewrite files or change table settings without adding or removing rows.
 _ROWS_UNCHANGED = {"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES"}
 

@@ -15,11 +15,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
+from lakehouse_assets.lib.declare import sql_names
 from lakehouse_assets.lib.engine import delta_log
 
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+quote = sql_names.quote
 
 
 def table_ref(path: str) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 
 from lakehouse_assets.lib.errors import LakehouseError
 
-__all__ = ["LakehouseError", "engine_lost", "short_error"]
+__all__ = ["LakehouseError", "engine_lost", "short_error", "unreadable_file"]
 
 
 def _with_causes(error: BaseException) -> str:
@@ -42,6 +43,16 @@ def _detail(text: str) -> str | None:
     return None
 
 
+_UNREADABLE = re.compile(r"Encountered error while reading file (\S+?)\.?(\s|$)")
+
+
+def unreadable_file(error: BaseException) -> str | None:
+    """The landed file a failed query could not read (Spark's ``FAILED_READ_FILE``), as landed
+    (Spark names it URL-encoded), or None."""
+    found = _UNREADABLE.search(_with_causes(error))
+    return unquote(found.group(1)) if found else None
+
+
 def short_error(error: BaseException) -> str:
     """The useful part of a streaming failure: our own message, else Spark's first lines."""
     text = _with_causes(error)
@@ -66,13 +77,10 @@ def short_error(error: BaseException) -> str:
             return re.sub(r"(\s*SQLSTATE: \w+)+$", "", text.split(marker, 1)[1].splitlines()[0])
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by:")]
-    unreadable = re.search(r"Encountered error while reading file (\S+?)\.?(\s|$)", text)
+    unreadable = _UNREADABLE.search(text)
     if unreadable:
         cause = _detail(text) or (causes[-1] if causes else "unreadable")
-        return (
-            f"cannot read landed file {unreadable.group(1)} ({cause[:300]}); remove it or land a "
-            "fixed copy under a new name, then run again"
-        )
+        return f"cannot read landed file {unquote(unreadable.group(1))} ({cause[:300]})"
     if "Traceback (most recent call last)" in text:
         # A Python error inside a micro-batch: its last exception line says what went wrong.
         raised = [ln for ln in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Failed)\b", ln)]

@@ -1,6 +1,6 @@
 """Deciding whether a run has work: a query over one Delta table whose checkpoint already points
-past the table's latest version, or over one landing folder whose every complete file its
-checkpoint has already recorded, would only read its checkpoint and find nothing. Starting it
+past the table's latest version, or over one landing folder where the intake found nothing new since the last query that read
+everything, would only read its checkpoint and find nothing. Starting it
 costs a Python worker on a Connect engine (about 1.5 s); these answers cost a few file reads."""
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
-from lakehouse_assets.lib.engine.source_log import seen_files
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 
@@ -49,36 +47,29 @@ def _outputs_exist(paths: LakehousePaths, table: TableSpec) -> bool:
     return all(delta_log.delta_version(paths.table(name)) is not None for name in table.delta_outputs)
 
 
-def idle_landing(paths: LakehousePaths, table: TableSpec, source: LandingInput) -> str | None:
-    """``landing/<source>`` when every complete file there that the input's glob matches is
-    already in the checkpoint's file-source log (Spark never reads a recorded path again), the
-    last batch committed and the outputs exist; else None. Inputs with reader options of their
-    own (recursive lookup, archiving) always run."""
+def idle_landing(paths: LakehousePaths, table: TableSpec, source: LandingInput, drained: bool) -> str | None:
+    """``landing/<source>`` when the intake found nothing new there since the last query that
+    read everything (``drained``), the last batch committed and the outputs exist; else None.
+    Inputs with reader options of their own (recursive lookup, archiving) always run."""
     query = query_checkpoint(paths, table)
-    if source.options or not _last_batch_committed(query) or not _outputs_exist(paths, table):
+    if not drained or source.options or not _last_batch_committed(query) or not _outputs_exist(paths, table):
         return None
-    log = f"{query}/sources/0"
-    names = [n for n in storage.list_names(log) if not n.startswith(".")]
-    seen = seen_files([(n, storage.read_text(f"{log}/{n}") or "") for n in names]) if names else None
-    if seen is None:
-        return None
-    patterns = expand_globs([source.glob])
-    for entry in storage.list_entries(landing_folder(paths, source)):
-        name = entry.base_name
-        if is_complete(name) and matches(name, patterns) and name not in seen:
-            return None
     return source.described
 
 
-def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec) -> str | None:
+def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec, drained: bool = False) -> str | None:
     """The input of a table whose query would find nothing new, else None. Only for tables
     that read exactly one Delta table or one landing folder as a stream (plus any static
-    inputs), keep no state, and whose outputs exist; everything else always runs its query."""
+    inputs), keep no state, and whose outputs exist; everything else always runs its query.
+
+    :param drained: the intake found nothing new in the table's landing folders since the last
+        query that read everything (:func:`lakehouse_assets.lib.engine.intake.lifecycle.drained`).
+    """
     if not current().skip_idle_queries or table.is_stateful:
         return None
     streaming = list(table.streaming_inputs.values())
     if len(streaming) == 1 and isinstance(streaming[0], LandingInput):
-        return idle_landing(paths, table, streaming[0])
+        return idle_landing(paths, table, streaming[0], drained)
     if any(isinstance(i, LandingInput) for i in table.inputs.values()):
         return None
     streams = [i for i in streaming if isinstance(i, TableInput)]

@@ -70,7 +70,7 @@ def check_kafka_records(table: TableSpec, schema: StructType) -> None:
 
 
 def read_kafka(spark: SparkSession, source: KafkaInput, table: TableSpec) -> DataFrame:
-    """The topic's messages as rows shaped like landed lines (see :func:`~lakehouse_assets.lib.declare.inputs.kafka`)."""
+    """The topic's messages as rows shaped like landed lines (see :func:`~lakehouse_assets.lib.declare.kafka_inputs.kafka`)."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", require_servers(source, table))

@@ -8,12 +8,39 @@ import re
 from collections.abc import Sequence
 
 from pyarrow import fs as pafs
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.settings import LakehousePaths
 
 IN_PROGRESS_PREFIXES = ("_", ".")
+# A reader option of Spark's file sources: paths given are read as names, never as glob patterns
+# (a file named ``ev*.json`` would otherwise read every ``ev…json``). Spark's file stream
+# source sets it for the files it plans.
+NO_GLOB = "__globPaths__"
+
+
+# Characters Spark's file stream source cannot take in a landed file's name: with a glob
+# character (* ? [ ] { } \\) the micro-batch reads every other file of the batch twice; with a
+# colon, reading fails (Hadoop takes it for a URI scheme). Measured on Spark 4.2.
+UNREADABLE_NAME_CHARACTERS = "*?[]{}\\:"
+
+
+def name_problem(name: str) -> str | None:
+    """Why Spark cannot read a file by this name (see :data:`UNREADABLE_NAME_CHARACTERS`), or None."""
+    found = sorted({c for c in name if c in UNREADABLE_NAME_CHARACTERS})
+    if not found:
+        return None
+    return (
+        (
+            f"its name holds {' '.join(found)}, which Spark's file source reads as a pattern or a URI "
+            "(it would read other files twice, or fail); land it under a name without * ? [ ] {{ }} \\ :"
+        )
+        .replace("{{", "{")
+        .replace("}}", "}")
+    )
 
 
 def landing_folder(paths: LakehousePaths, source: LandingInput) -> str:
@@ -66,3 +93,10 @@ def describe_not_ingested(folder: str, names: Sequence[str], globs: Sequence[str
         f"{len(names)} entr{'y' if len(names) == 1 else 'ies'} in {folder} will not be ingested: {shown} "
         f"(folders are not read; file names must match {', '.join(globs)}; in-progress names start with _ or .)"
     )
+
+
+def as_landed(uri: Column) -> Column:
+    """A file path or name as Spark gives it (``_metadata.file_path``, URL-encoded: a space is
+    ``%20``) as it landed. A ``+`` is itself in Spark's encoding, so it is kept from the decoder,
+    which would read it as a space."""
+    return F.url_decode(F.replace(uri, F.lit("+"), F.lit("%2B")))

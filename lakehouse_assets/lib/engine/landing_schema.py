@@ -3,8 +3,9 @@ table's checkpoint, versioned, and evolved as the input's mode says when later f
 fields (Auto Loader's ``addNewColumns``, ``rescue``, ``failOnNewColumns``, ``none``).
 
 Under ``<checkpoint>/_schemas/<parameter>/``: ``<n>.json``, one file per schema version (the
-columns in order, with what was added and from which file), and ``examined.json``, the landed
-files whose fields have been compared with the schema. A new version is written before the run's
+columns in order, with what was added and from which file). The files to compare with the schema
+are those the intake admitted since the last comparison (its ledger's ``unexamined``), so the
+work is bounded by what is new, not by the folder's history. A new version is written before the run's
 query starts, so a run killed anywhere leaves a schema its retry reads the same way.
 """
 
@@ -22,12 +23,17 @@ from pyspark.sql.types import DataType, DoubleType, LongType, StructField, Struc
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
 from lakehouse_assets.lib.declare.parsing import CORRUPT_RECORD
+from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults, storage
 from lakehouse_assets.lib.engine.csv_layout import infer_types, read_header, record_headers
 from lakehouse_assets.lib.engine.delta_sql import sql_type
 from lakehouse_assets.lib.engine.errors import engine_lost
-from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, landing_folder, matches
+from lakehouse_assets.lib.engine.intake.admission import intake_folder, limits_for
+from lakehouse_assets.lib.engine.intake.bounds import LINE_MAX_OPTION, Limits
+from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger
+from lakehouse_assets.lib.engine.intake.width import beyond_width, leaf_count, set_aside_files
+from lakehouse_assets.lib.engine.landing_names import NO_GLOB, landing_folder
 from lakehouse_assets.lib.errors import LakehouseError, first_line
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
@@ -63,26 +69,13 @@ def stored_schema(paths: LakehousePaths, table: TableSpec, parameter: str) -> Sc
     return SchemaVersion(latest, dict(record["columns"]))
 
 
-def _examined(folder: str) -> set[str]:
-    return set(json.loads(storage.read_text(f"{folder}/examined.json") or "[]"))
-
-
-def _landed_files(paths: LakehousePaths, source: LandingInput) -> list[str]:
-    """Complete files of the landing folder the input's glob matches, by name."""
-    patterns = expand_globs([source.glob])
-    return sorted(
-        e.base_name
-        for e in storage.list_entries(landing_folder(paths, source))
-        if e.is_file and is_complete(e.base_name) and matches(e.base_name, patterns)
-    )
-
-
-def _files(spark: SparkSession, files: list[str], file_format: str) -> DataFrame:
+def _files(spark: SparkSession, files: list[str], file_format: str, max_line_bytes: int) -> DataFrame:
+    reader = spark.read.option(NO_GLOB, "false")
     if file_format == "parquet":
-        return spark.read.option("mergeSchema", "true").parquet(*files)
+        return reader.option("mergeSchema", "true").parquet(*files)
     if file_format == "avro":
-        return spark.read.format("avro").schema(_merged_avro_schema(spark, files)).load(files)
-    return spark.read.option("mode", "PERMISSIVE").json(files)
+        return reader.format("avro").schema(_merged_avro_schema(spark, files)).load(files)
+    return reader.option("mode", "PERMISSIVE").option(LINE_MAX_OPTION, str(max_line_bytes)).json(files)
 
 
 def _merged_avro_schema(spark: SparkSession, files: list[str]) -> StructType:
@@ -93,7 +86,7 @@ def _merged_avro_schema(spark: SparkSession, files: list[str]) -> StructType:
     merged: dict[str, tuple[StructField, str]] = {}  # lower-case name -> (field, first file)
     for file in files:
         try:
-            fields = spark.read.format("avro").load(file).schema.fields
+            fields = spark.read.option(NO_GLOB, "false").format("avro").load(file).schema.fields
         except Exception as error:
             if engine_lost(error, current().spark_remote):
                 raise
@@ -134,9 +127,34 @@ def first_files(frame: DataFrame | None, files: list[str], columns: list[str]) -
         return {}
     path = F.col("_metadata.file_path")
     found = frame.select(
-        *[F.min(F.when(F.col(f"`{c}`").isNotNull(), path)).alias(f"c{i}") for i, c in enumerate(columns)]
+        *[F.min(F.when(column(c).isNotNull(), path)).alias(f"c{i}") for i, c in enumerate(columns)]
     ).first()
     return {c: str((found[f"c{i}"] if found else None) or files[0]).rsplit("/", 1)[-1] for i, c in enumerate(columns)}
+
+
+def _within_width(
+    spark: SparkSession,
+    landed: str,
+    file_format: str,
+    files: list[str],
+    known: dict[str, str] | None,
+    together: StructType,
+    set_aside_width: tuple[IntakeLedger, Limits, Log],
+) -> list[str]:
+    """``files`` but those that would take the schema past the column bound (set aside), given
+    ``together``, the schema inferred over them all: each file is inferred alone only when
+    together they are too wide."""
+    ledger, limits, log = set_aside_width
+    if sum(leaf_count(f.dataType) for f in together.fields) + len(known or {}) <= limits.max_columns:
+        return files
+
+    def columns_of(name: str) -> dict[str, int]:
+        schema = _files(spark, [f"{landed}/{name}"], file_format, limits.max_line_bytes).schema
+        return {f.name: leaf_count(f.dataType) for f in schema.fields if f.name != CORRUPT_RECORD}
+
+    wide = beyond_width(files, columns_of, list(known or {}), limits.max_columns)
+    set_aside_files(landed, ledger, wide, log)
+    return [n for n in files if n not in wide]
 
 
 def _new(columns: dict[str, str], known: dict[str, str]) -> dict[str, str]:
@@ -152,11 +170,17 @@ def _csv_fields(
     folder: str,
     files: list[str],
     known: dict[str, str] | None,
+    set_aside_width: tuple[IntakeLedger, Limits, Log],
 ) -> tuple[dict[str, str], Callable[[list[str]], dict[str, str]]]:
     """The columns the headers of the CSV ``files`` name (typed by Spark's inference where the
-    schema may take them, else string), and which file names each first; the headers are kept."""
+    schema may take them, else string), and which file names each first; the headers are kept.
+    A file whose header would take the schema past the column bound is set aside."""
+    ledger, limits, log = set_aside_width
     landed = landing_folder(paths, source)
     headers = {n: read_header(f"{landed}/{n}", source.options, list(known or {})) for n in files}
+    wide = beyond_width(sorted(headers), lambda n: dict.fromkeys(headers[n], 1), list(known or {}), limits.max_columns)
+    set_aside_files(landed, ledger, wide, log)
+    headers = {n: h for n, h in headers.items() if n not in wide}
     first_spelling: dict[str, str] = {}  # Spark and Delta resolve names case-insensitively
     for name in (c for n in sorted(headers) for c in headers[n]):
         first_spelling.setdefault(name.lower(), name)
@@ -174,10 +198,18 @@ def _csv_fields(
 
 
 def evolve_schema(
-    spark: SparkSession, paths: LakehousePaths, table: TableSpec, parameter: str, source: LandingInput, log: Log
+    spark: SparkSession,
+    paths: LakehousePaths,
+    table: TableSpec,
+    parameter: str,
+    source: LandingInput,
+    log: Log,
+    warn: Log | None = None,
 ) -> list[str]:
     """Bring the input's recorded schema up to the files landed so far, as its mode allows; a
-    sentence per change. Raises :class:`LakehouseError` when ``failOnNewColumns`` meets a new field.
+    sentence per change (to ``log``); a file that would make it too wide is set aside (said to
+    ``warn``, default ``log``). Raises :class:`LakehouseError` when ``failOnNewColumns`` meets a
+    new field.
     """
     folder = schema_folder(paths, table, parameter)
     where = source.described
@@ -204,13 +236,24 @@ def evolve_schema(
         record(known, missing, {})
         changes += [f"added column {c} {t} (now in schema=)" for c, t in missing.items()]
     if known is None or source.evolution in LOOKS_FOR_NEW_FIELDS or source.format == "csv":
-        examined = _examined(folder)
-        files = [n for n in _landed_files(paths, source) if n not in examined]
+        ledger = IntakeLedger(intake_folder(paths, table, parameter))
+        intake = ledger.load()
+        landing = landing_folder(paths, source)  # the files admitted since the last comparison
+        files = [n for n in sorted(intake.unexamined) if storage.exists(f"{landing}/{n}")]
+        limits = limits_for(source)
+        aside = (ledger, limits, warn or log)
         if source.format == "csv":
-            found, first_in = _csv_fields(spark, paths, source, folder, files, known)
+            found, first_in = _csv_fields(spark, paths, source, folder, files, known, aside)
         else:
             landed = [f"{landing_folder(paths, source)}/{n}" for n in files]
-            frame = _files(spark, landed, source.format) if files else None  # read once: inference is a job
+            frame = _files(spark, landed, source.format, limits.max_line_bytes) if files else None  # one job
+            if frame is not None:
+                kept = _within_width(
+                    spark, landing_folder(paths, source), source.format, files, known, frame.schema, aside
+                )
+                if kept != files:
+                    files, landed = kept, [f"{landing_folder(paths, source)}/{n}" for n in kept]
+                    frame = _files(spark, landed, source.format, limits.max_line_bytes) if files else None
             found = infer_columns(frame) if frame is not None else {}
             first_in = lambda columns: first_files(frame, landed, columns)  # noqa: E731
         if not source.infer_column_types:
@@ -238,7 +281,8 @@ def evolve_schema(
             record(known, new, found_in)
             faults.reached(table.name, "after_schema_evolved")
             changes += [f"added column {c} {t} (first in {found_in[c]})" for c, t in new.items()]
-        storage.write_text(f"{folder}/examined.json", json.dumps(sorted(examined | set(files))))
+        intake.unexamined = []
+        ledger.save(intake)
     for change in changes:
         log(f"{table.name}: {change}")
     return changes

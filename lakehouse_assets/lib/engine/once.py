@@ -16,7 +16,8 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches
-from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table
+from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, once_done_marker
+from lakehouse_assets.lib.engine.checkpoint_guard import remember_progress
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.report import RunReport
@@ -27,7 +28,7 @@ def run_once(
     spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Callable[[str], None]
 ) -> None:
     """Append the flow's rows unless it ran already (its marker is in its checkpoint folder)."""
-    marker = f"{paths.checkpoint(flow.checkpoint_name)}/once-done"
+    marker = once_done_marker(paths, flow)
     if storage.exists(marker):
         log(f"{flow.name} (flow {flow.flow}): ran once already; a full refresh runs it again")
         return
@@ -46,3 +47,4 @@ def run_once(
     report.batches += 1 if rows else 0
     log(f"{flow.name} (flow {flow.flow}): backfill of {rows} rows, once")
     storage.write_text(marker, "done\n")
+    remember_progress(paths, flow)

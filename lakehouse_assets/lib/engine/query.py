@@ -10,10 +10,11 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib import timings
+from lakehouse_assets.lib.declare.parsing import UNEXAMINED
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.errors import short_error
+from lakehouse_assets.lib.engine.errors import short_error, unreadable_file
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.errors import LakehouseError, LandedFileUnreadable, UnexaminedFile
 
 BatchHandler = Callable[[DataFrame, int], None]
 
@@ -73,7 +74,11 @@ def await_query(query: Any, table: TableSpec, report: RunReport, log: Callable[[
             while not query.awaitTermination(1):
                 log_progress()
         except StreamingQueryException as error:
-            raise LakehouseError(f"{table.name}: {short_error(error)}") from None
+            message = f"{table.name}: {short_error(error)}"
+            failed = unreadable_file(error)
+            if failed:
+                raise LandedFileUnreadable(message, failed) from None
+            raise (UnexaminedFile if UNEXAMINED in message else LakehouseError)(message) from None
         finally:
             log_progress()
             if timings.listening():

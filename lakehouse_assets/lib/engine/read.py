@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import (
@@ -20,39 +18,16 @@ from lakehouse_assets.lib.declare.parsing import csv_positions, parse_csv_rows, 
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.catalog import register_table
-from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.engine.csv_layout import CsvPlan, has_header, reader_options, reading_plan, value_formats
+from lakehouse_assets.lib.engine.intake.admission import limits_for
+from lakehouse_assets.lib.engine.intake.bounds import LINE_FORMATS, LINE_MAX_OPTION
 from lakehouse_assets.lib.engine.kafka_input import read_kafka
-from lakehouse_assets.lib.engine.landing_names import landing_folder
+from lakehouse_assets.lib.engine.landing_names import as_landed, landing_folder
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema, schema_folder, stored_schema
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.settings import LakehousePaths, current
 
 Log = Callable[[str], None]
-
-
-def reject_outside_links(paths: LakehousePaths, landing_path: str, log: Log) -> None:
-    """Nothing outside the data root is read: a symbolic link in the landing zone that points
-    outside it is renamed to an ignored ``_rejected-`` name, and logged."""
-    if not paths.is_local:
-        return
-    root = paths.local_path(paths.root).resolve()
-    folder = paths.local_path(landing_path)
-    if not folder.exists():
-        return
-    links = [Path(d) / n for d, dirs, files in os.walk(folder) for n in dirs + files]
-    for entry in links:
-        if entry.is_symlink() and not entry.name.startswith(("_", ".")):
-            target = entry.resolve()
-            if root not in target.parents and target != root:
-                entry.rename(entry.with_name(f"_rejected-{entry.name}"))
-                log(f"rejected {entry}: a symbolic link to {target}, outside the data root")
-
-
-def _file_name() -> Column:
-    """The row's file's base name as listed (Spark gives it URL-encoded: a space as %20; a "+"
-    is itself, so it is kept from the decoder, which would read it as a space)."""
-    return F.url_decode(F.replace(F.col("_metadata.file_name"), F.lit("+"), F.lit("%2B")))
 
 
 def read_landing(
@@ -67,10 +42,8 @@ def read_landing(
     ``parquet``, ``avro``) rows of ``schema``."""
     path = landing_folder(paths, source)
     storage.make_dirs(path)
-    if source.path is None:  # a folder the user's code names is theirs to link as they like
-        reject_outside_links(paths, path, log)
-    # A landed file removed after a failed batch planned it (say a corrupt gzip the user
-    # deleted) must not wedge the retry; complete files are immutable otherwise.
+    # A planned file set aside after its batch failed reading it must not wedge the replay (the
+    # intake names any other planned file that went missing); complete files are immutable.
     reader = (
         spark.readStream.format("text" if source.format == "json" else source.format)
         .option("pathGlobFilter", source.glob)
@@ -79,6 +52,10 @@ def read_landing(
         # (7 days by default): a file renamed into place with an old mtime would be lost.
         .option("maxFileAge", "100000d")
     )
+    if source.format in LINE_FORMATS:
+        # The intake sets aside a file with a longer line before the query; this bound holds for
+        # one that landed after the intake's listing too: the reader never holds such a line.
+        reader = reader.option(LINE_MAX_OPTION, str(limits_for(source).max_line_bytes))
     if source.schema and not source.infers_schema:
         reader = reader.schema(source.schema)
     if source.format in SELF_DESCRIBING_FORMATS:  # by name: a file lacking a column reads null
@@ -91,9 +68,9 @@ def read_landing(
     df = reader.options(**options).load(path)
     df = df.select(
         "*",
-        F.col("_metadata.file_path").alias("_source_file"),
+        as_landed(F.col("_metadata.file_path")).alias("_source_file"),
         F.current_timestamp().alias("_ingested_at"),
-        *([_file_name().alias("_lh_file")] if csv_plan else []),
+        *([as_landed(F.col("_metadata.file_name")).alias("_lh_file")] if csv_plan else []),
     )
     if source.format == "json":
         return parse_landed_json(df, schema or {}, rescue_undeclared=source.evolution != "none")
@@ -163,9 +140,7 @@ def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, lo
                 schema = recorded.columns if recorded else None
             plan = None
             if source.format == "csv" and source.infers_schema:
-                folder = schema_folder(paths, table, param)
-                checkpoint = query_checkpoint(paths, table)
-                plan = reading_plan(folder, checkpoint, landing_folder(paths, source), list(schema or {}))
+                plan = reading_plan(schema_folder(paths, table, param), list(schema or {}))
             frames[param] = read_landing(spark, paths, source, log, schema, plan)
         elif isinstance(source, KafkaInput):
             frames[param] = read_kafka(spark, source, table)

@@ -8,6 +8,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, StructField, StructType
 
+from lakehouse_assets.lib.declare.sql_names import column
+
 
 @dataclass(frozen=True)
 class WrittenSample:
@@ -23,11 +25,11 @@ def sample_written(df: DataFrame, rows: int = 5) -> WrittenSample:
     hold (timestamps before year 1 after a time-zone shift) still show."""
 
     def shown(field: StructField) -> Column:
-        column = F.col(f"`{field.name}`")
+        shown_column = column(field.name)
         # A sum of doubles shows as 1517.0200000000002: six decimals are enough to read it.
         if isinstance(field.dataType, (DoubleType, FloatType)):
-            column = F.round(column, 6)
-        return column.cast("string").alias(field.name)
+            shown_column = F.round(shown_column, 6)
+        return shown_column.cast("string").alias(field.name)
 
     as_text = df.select(*[shown(f) for f in df.schema.fields])
     return WrittenSample(df.schema, [r.asDict() for r in as_text.limit(rows).collect()])
@@ -79,6 +81,8 @@ class RunReport:
     landed_files: list[str] | None = None
     # Schema inferred or evolved for the run's landed JSON, and columns the table gained.
     schema_changes: list[str] = field(default_factory=list)
+    # Landed files the run set aside whole (names; the warnings say why).
+    files_set_aside: list[str] = field(default_factory=list)
     # What a human should look at although the run succeeded (one sentence each).
     warnings: list[str] = field(default_factory=list)
     # The run emptied its outputs and reset its checkpoint first.
@@ -117,4 +121,6 @@ class RunReport:
         line = f"{self.table}: {self.rows_read} rows read = {' + '.join(parts)}"
         if self.state_rows or self.watermark:
             line += f"; state holds {self.state_rows} rows, watermark {self.watermark or 'not set yet'}"
+        if self.files_set_aside:
+            line += f"; {len(self.files_set_aside)} landed file(s) set aside"
         return f"{line}; {self.batches} micro-batch{'' if self.batches == 1 else 'es'}, {self.duration_s}s"

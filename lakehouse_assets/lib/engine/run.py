@@ -1,7 +1,8 @@
-"""One run of a streaming table, start to end: the writer lock, a full refresh when asked, then
-for the table's own flow and each ``append_flow``: the missing-checkpoint guard, the idle skip,
-and the ``availableNow`` query of the table's write strategy (per micro-batch, or recompute); an
-overwrite table recomputes whole instead, with no query."""
+"""One run of a streaming table, start to end: the writer lock, a full refresh when asked, the
+missing-checkpoint guard of every flow (before any of them writes), then for the table's own
+flow and each ``append_flow``: the idle skip and the ``availableNow`` query of the table's write
+strategy (per micro-batch, or recompute); an overwrite table recomputes whole instead, with no
+query."""
 
 from __future__ import annotations
 
@@ -11,19 +12,14 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
-from lakehouse_assets.lib.declare.parsing import UNEXAMINED
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.batch import prepare_batches, publisher
-from lakehouse_assets.lib.engine.checkpoint import (
-    app_id,
-    ensure_table,
-    full_refresh,
-    guard_checkpoint,
-    query_checkpoint,
-)
+from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
+from lakehouse_assets.lib.engine.checkpoint_guard import guard_checkpoint, remember_progress
 from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.idle import idle_input
+from lakehouse_assets.lib.engine.intake.lifecycle import admit, drained, finish, note_read_failure, take_all_back
 from lakehouse_assets.lib.engine.kafka_input import (
     FlowSkipped,
     check_kafka_inputs,
@@ -31,7 +27,6 @@ from lakehouse_assets.lib.engine.kafka_input import (
     kafka_servers,
     with_sink_brokers,
 )
-from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, landing_folder, not_ingested
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.once import run_once
@@ -41,12 +36,14 @@ from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.writer_lock import writer_lock
-from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.errors import LandedFileUnreadable, UnexaminedFile
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings
 
 Log = Callable[[str], None]
 UNEXAMINED_ATTEMPTS = 3
+# A query that keeps failing on one landed file after another gives up after this many tries.
+MAX_QUERY_ATTEMPTS = 20
 
 
 def run_table(
@@ -82,45 +79,55 @@ def run_table(
 
     with writer_lock(paths).hold(table.name, waiting, writer):
         if full_refresh_first:
+            take_all_back(paths, table, say)
             full_refresh(spark, paths, table, say)
         report = _run(spark, paths, table, say)
         report.full_refresh = full_refresh_first
         return report
 
 
-def _landing_warnings(paths: LakehousePaths, table: TableSpec) -> list[str]:
-    """A sentence per landing input whose folder holds complete entries it will not read."""
-    warnings = []
-    for source in (i for i in table.inputs.values() if isinstance(i, LandingInput)):
-        folder = landing_folder(paths, source)
-        skipped = not_ingested(folder, [source.glob])
-        if skipped:
-            warnings.append(f"{table.name}: {describe_not_ingested(folder, skipped, [source.glob])}")
-    return warnings
-
-
 def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> RunReport:
     started = time.monotonic()
     report = RunReport(table.name)
-    for flow in table.flow_runs():
+    flows = table.flow_runs()
+    for flow in flows:
+        # Every flow's checkpoint first: a lost one stops the run before any flow writes.
+        if not isinstance(flow.sink, OverwriteSink) and not _unconfigured_kafka(flow):
+            guard_checkpoint(spark, paths, flow)
+    for flow in flows:
         with session_settings(spark, flow.spark_conf, owner=flow.checkpoint_name):
-            for attempt in range(1, UNEXAMINED_ATTEMPTS + 1):
-                try:
-                    _run_flow(spark, paths, flow, report, log)
-                    break
-                except LakehouseError as error:
-                    # A CSV file that landed between reading the headers and the query's listing:
-                    # its micro-batch failed whole; the next attempt reads its header first.
-                    if UNEXAMINED not in str(error) or attempt == UNEXAMINED_ATTEMPTS:
-                        raise
-                    log(f"{error}; running the query again")
+            _run_with_retries(spark, paths, flow, report, log)
             report.warnings = list(dict.fromkeys(report.warnings))  # once, whatever the attempts
     report.duration_s = round(time.monotonic() - started, 3)
     return report
 
 
+def _run_with_retries(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
+    """Run the flow; again when a CSV file landed after its header was read (its micro-batch
+    failed whole; the next attempt reads its header first), and when reading a landed file
+    failed (counted against the file, which is set aside once it has failed too often)."""
+    unexamined = 0
+    for _ in range(MAX_QUERY_ATTEMPTS):
+        try:
+            _run_flow(spark, paths, flow, report, log)
+            return
+        except UnexaminedFile as error:
+            unexamined += 1
+            if unexamined == UNEXAMINED_ATTEMPTS:
+                raise
+            log(f"{error}; running the query again")
+        except LandedFileUnreadable as error:
+            if not note_read_failure(paths, flow, error.file, str(error), report.warnings.append):
+                raise
+            log(f"{error}; running the query again")
+    _run_flow(spark, paths, flow, report, log)
+
+
 def _unconfigured_kafka(flow: TableSpec) -> list[str]:
-    """The Kafka inputs, and sink, of the flow that have no broker to go to."""
+    """The Kafka inputs, and sink, of a further flow or a sink that have no broker to go to
+    (the flow is skipped); a Delta table's own flow is never skipped."""
+    if flow.flow is None and flow.writes_delta:
+        return []
     missing = [i.described for i in flow.inputs.values() if isinstance(i, KafkaInput) and not kafka_servers(i)]
     if isinstance(flow.sink, KafkaSink) and not kafka_servers(flow.sink):
         missing.append(f"publishes to {flow.sink.topic}")
@@ -129,7 +136,7 @@ def _unconfigured_kafka(flow: TableSpec) -> list[str]:
 
 def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
-    unconfigured = _unconfigured_kafka(flow) if flow.flow is not None or not flow.writes_delta else []
+    unconfigured = _unconfigured_kafka(flow)
     if unconfigured:
         log(f"{name}: skipped: it uses Kafka ({', '.join(unconfigured)}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
         return
@@ -139,10 +146,9 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     if flow.once:
         run_once(spark, paths, flow, report, log)
         return
-    guard_checkpoint(spark, paths, flow)
-    report.warnings += _landing_warnings(paths, flow)
+    intakes = admit(spark, paths, flow, report, log)
     try:
-        idle = idle_input(spark, paths, flow) or check_kafka_inputs(paths, flow, log)
+        idle = idle_input(spark, paths, flow, drained(intakes)) or check_kafka_inputs(paths, flow, log)
     except FlowSkipped as skipped:
         report.warnings.append(str(skipped))
         return
@@ -152,7 +158,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         return
     for param, source in flow.inputs.items():
         if isinstance(source, LandingInput) and source.infers_schema:
-            report.schema_changes += evolve_schema(spark, paths, flow, param, source, log)
+            report.schema_changes += evolve_schema(spark, paths, flow, param, source, log, report.warnings.append)
     if isinstance(flow.sink, KafkaSink):
         flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
     if writes_directly(paths, flow):
@@ -163,7 +169,11 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         else:
             path = paths.table(flow.name)
             report.schema_changes += ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
-        run_direct(published, flow, path, query_checkpoint(paths, flow), report, log)
+        try:
+            run_direct(published, flow, path, query_checkpoint(paths, flow), report, log)
+        finally:
+            remember_progress(paths, flow)
+        finish(spark, paths, flow, intakes)
         return
     strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
     if isinstance(flow.sink, RecomputeSink):
@@ -182,3 +192,5 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         run_query(prepared.stream, flow, prepared.handler, query_checkpoint(paths, flow), report, log)
     finally:
         ledger.add_up(report)
+        remember_progress(paths, flow)
+    finish(spark, paths, flow, intakes)

@@ -51,22 +51,54 @@ def _reads_folder(texts: list[tuple[str, str]], folder: str) -> bool:
     return False
 
 
-def committed_files(query_checkpoint: str, folder: str) -> set[str]:
-    """The files of ``folder`` that micro-batches the query has committed read (a planned batch
-    without its commit is read again by the next run, so its files are not among them). Empty
-    when the checkpoint says nothing readable: the caller then treats every file as pending."""
-    commits = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
-    if not commits:
-        return set()
-    offsets = (storage.read_text(f"{query_checkpoint}/offsets/{max(commits)}") or "").splitlines()[2:]
-    for index, offset in enumerate(offsets):
+def _source_index(query_checkpoint: str, folder: str, offsets: list[str]) -> int | None:
+    """Which of the query's sources reads ``folder`` (its position in the offsets' lines)."""
+    for index in range(len(offsets)):
         texts = _log_texts(f"{query_checkpoint}/sources/{index}")
-        if not texts or not _reads_folder(texts, folder):
-            continue
-        try:
-            read_up_to = int(json.loads(offset)["logOffset"])
-        except (ValueError, KeyError, TypeError):
-            return set()
-        entries = logged_entries(texts) or []
-        return {name for name, batch in entries if 0 <= batch <= read_up_to}
-    return set()
+        if texts and _reads_folder(texts, folder):
+            return index
+    return None
+
+
+def _log_offset(query_checkpoint: str, batch: int, index: int) -> int | None:
+    lines = (storage.read_text(f"{query_checkpoint}/offsets/{batch}") or "").splitlines()[2:]
+    try:
+        return int(json.loads(lines[index])["logOffset"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def planned_files(query_checkpoint: str, folder: str) -> list[str] | None:
+    """The base names of the files of ``folder`` that the query's last micro-batch planned and
+    has not committed (the next run replays it); None when there is no such batch. Reads the
+    log files of that batch only."""
+    batches = [int(n) for n in storage.list_names(f"{query_checkpoint}/offsets") if n.isdigit()]
+    if not batches or storage.exists(f"{query_checkpoint}/commits/{max(batches)}"):
+        return None
+    last = max(batches)
+    head = (storage.read_text(f"{query_checkpoint}/offsets/{last}") or "").splitlines()[2:]
+    index = _source_index(query_checkpoint, folder, head)
+    if index is None:
+        return None
+    end = _log_offset(query_checkpoint, last, index)
+    committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
+    start = _log_offset(query_checkpoint, max(committed), index) if committed else -1
+    if end is None or start is None:
+        return None
+    names: list[str] = []
+    for log_batch in range(start + 1, end + 1):
+        log = f"{query_checkpoint}/sources/{index}"
+        text = storage.read_text(f"{log}/{log_batch}") or storage.read_text(f"{log}/{log_batch}.compact") or ""
+        entries = logged_entries([(str(log_batch), text)]) or []
+        names += [name for name, batch in entries if batch == log_batch]
+    return names
+
+
+def seen_files_of(query_checkpoint: str, folder: str) -> set[str] | None:
+    """Every base name of ``folder`` the query's file source has recorded (its whole log: read
+    once, when a table's intake first meets a checkpoint older than it); None: no log."""
+    for index in storage.list_names(f"{query_checkpoint}/sources"):
+        texts = _log_texts(f"{query_checkpoint}/sources/{index}")
+        if texts and _reads_folder(texts, folder):
+            return seen_files(texts)
+    return None

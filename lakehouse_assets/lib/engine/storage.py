@@ -126,6 +126,18 @@ def write_bytes(path: str, data: bytes) -> None:
     filesystem.move(staged, inner)
 
 
+def move(source: str, target: str) -> None:
+    """Move the file (or link) ``source`` to ``target``, creating ``target``'s folder; one
+    rename on a local root, a copy then a delete on object storage.
+
+    :raises FileNotFoundError: ``source`` does not exist.
+    """
+    filesystem, inner = resolve(source)
+    _, target_inner = resolve(target)
+    filesystem.create_dir(target_inner.rsplit("/", 1)[0], recursive=True)
+    filesystem.move(inner, target_inner)
+
+
 @contextmanager
 def exclusive_lock(lock_file: Path | None, on_wait: Any = None) -> Iterator[None]:
     """Hold an exclusive OS lock on ``lock_file`` (local data roots); None means no lock.

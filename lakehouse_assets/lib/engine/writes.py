@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
 from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, MergeSink, TableSink
+from lakehouse_assets.lib.declare.sql_names import column, quote
 from lakehouse_assets.lib.engine import delta_sql
 
 DELETE_FLAG = "__lh_delete"
@@ -74,10 +75,10 @@ def merge_batch(sink: MergeSink, batch: DataFrame, write: BatchWrite) -> int:
         batch = batch.withColumn("__lh_seq", -F.col(sink.sequence_by).cast("double"))
         order = ["__lh_seq"]
     source = keep_one_per_key(batch, sink.keys, order).drop("__lh_seq")
-    condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in sink.keys)
+    condition = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in sink.keys)
     clauses = []
     if sink.when_matched == "update":
-        newer = f" AND s.`{sink.sequence_by}` > t.`{sink.sequence_by}`" if sink.sequence_by else ""
+        newer = f" AND s.{quote(sink.sequence_by)} > t.{quote(sink.sequence_by)}" if sink.sequence_by else ""
         clauses.append(f"WHEN MATCHED{newer} THEN UPDATE SET *")
     clauses.append("WHEN NOT MATCHED THEN INSERT *")
     with idempotent_dml(write):
@@ -124,10 +125,10 @@ def by_keys(left: DataFrame, right: DataFrame, keys: list[str], how: str) -> Dat
     """``left`` semi- or anti-joined with ``right`` on ``keys``, a null key matching a null key
     (an aggregate's null group is a key like any other). ``right``'s keys are renamed first, so
     two frames of one lineage never make an ambiguous, always-true condition."""
-    renamed = right.select(*[F.col(f"`{k}`").alias(f"__lh_key_{i}") for i, k in enumerate(keys)])
+    renamed = right.select(*[column(k).alias(f"__lh_key_{i}") for i, k in enumerate(keys)])
     condition = F.lit(True)
     for i, k in enumerate(keys):
-        condition = condition & F.col(f"`{k}`").eqNullSafe(F.col(f"__lh_key_{i}"))
+        condition = condition & column(k).eqNullSafe(F.col(f"__lh_key_{i}"))
     return left.join(renamed, condition, how)
 
 
@@ -147,16 +148,16 @@ def replace_rows_for_keys(
     source = new_rows.withColumn(DELETE_FLAG, F.lit(False)).unionByName(
         stale.withColumn(DELETE_FLAG, F.lit(True)), allowMissingColumns=True
     )
-    on = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in merge_on)
-    changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in columns if c not in merge_on)
+    on = " AND ".join(f"t.{quote(c)} <=> s.{quote(c)}" for c in merge_on)
+    changed = " OR ".join(f"NOT (t.{quote(c)} <=> s.{quote(c)})" for c in columns if c not in merge_on)
     clauses = [f"WHEN MATCHED AND s.{DELETE_FLAG} THEN DELETE"]
     if changed:
         clauses.append(
-            f"WHEN MATCHED AND ({changed}) THEN UPDATE SET " + ", ".join(f"`{c}` = s.`{c}`" for c in columns)
+            f"WHEN MATCHED AND ({changed}) THEN UPDATE SET " + ", ".join(f"{quote(c)} = s.{quote(c)}" for c in columns)
         )
     clauses.append(
-        f"WHEN NOT MATCHED AND NOT s.{DELETE_FLAG} THEN INSERT ({', '.join(f'`{c}`' for c in columns)}) "
-        f"VALUES ({', '.join(f's.`{c}`' for c in columns)})"
+        f"WHEN NOT MATCHED AND NOT s.{DELETE_FLAG} THEN INSERT ({', '.join(quote(c) for c in columns)}) "
+        f"VALUES ({', '.join('s.' + quote(c) for c in columns)})"
     )
     with idempotent_dml(write):
         metrics = delta_sql.merge(source, write.path, on, clauses)

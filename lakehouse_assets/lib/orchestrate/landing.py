@@ -1,45 +1,24 @@
-"""What a landing sensor sees: the complete files of one landing folder, and a bounded cursor.
+"""What a landing sensor sees: the complete entries of one landing folder that a run must
+handle (files to read, and entries a run sets aside), and which of them are new since the
+sensor's cursor (:mod:`lakehouse_assets.lib.engine.intake.cursor`: arrival = rename time, not
+mtime; a cursor bounded by a grace window, not by the folder's history).
 
-Producers write ``_name`` (or ``.name``) and rename it when complete; complete files are
-immutable. A file's *arrival* is the moment it got its final name. Its modification time says
-nothing about that (``mv``, ``cp -p`` and ``rsync -t`` keep an old mtime), so the cursor uses
-the inode's change time (``st_ctime``), which the kernel sets to "now" on every rename,
-``utime`` and write, and never lets a user set back.
-
-The cursor (JSON) holds
-
-* ``hwm``: the newest arrival seen (ns),
-* ``recent``: the names that arrived within ``grace`` of ``hwm`` (the only names it keeps),
-* ``n``: how many complete files the folder held at the last evaluation.
-
-A file is new when its name is not in ``recent`` and it arrived after ``hwm - grace``. The
-grace window covers directory listings that race a rename and arrivals reported slightly out
-of order; ``n`` is a safety net for anything arriving "before" the window (a clock set back):
-more files than expected means a run is requested anyway. So the cursor's size is bounded by
-the files that arrived within ``grace`` (10 minutes by default) of the newest one, not by the
-size of the landing folder.
+A listing never follows a link nor raises for one entry: a link loop, a permission or an entry
+gone while listing is an entry like another (:mod:`lakehouse_assets.lib.engine.intake.entries`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pyarrow import fs as pafs
+from lakehouse_assets.lib.engine.intake.cursor import Evaluation, LandedFile, LandingCursor, digest, evaluate
+from lakehouse_assets.lib.engine.intake.entries import list_entries
 
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches
-
-
-@dataclass(frozen=True)
-class LandedFile:
-    name: str
-    arrived_ns: int
-    size: int
+__all__ = ["Evaluation", "LandedFile", "LandingCursor", "Listing", "digest", "evaluate", "folder_stamp", "scan"]
 
 
 @dataclass(frozen=True)
@@ -48,104 +27,37 @@ class Listing:
     in_progress: int = 0
     # Complete entries nothing ingests: folders (``name/``) and files no glob matches.
     not_read: tuple[str, ...] = ()
+    # The folder's modification time just before it was listed (None: not a local folder), and when.
+    stamp: int | None = None
+    started_ns: int = 0
+
+    def stamped(self, cursor: LandingCursor) -> LandingCursor:
+        """``cursor``, which holds every file of this listing, stamped with it."""
+        return replace(cursor, stamp=self.stamp or 0, stamp_at=self.started_ns)
+
+
+def folder_stamp(folder: Path | str) -> int | None:
+    """A local folder's modification time (ns); None for object storage, or a folder not there."""
+    if not isinstance(folder, Path):
+        return None
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
 
 
 def scan(folder: Path | str, globs: Sequence[str] = ("*",)) -> Listing:
-    """The complete regular files directly in ``folder`` matching any of ``globs``; ``folder``
-    is a local path or an object storage URI (see :func:`scan_objects`)."""
-    if isinstance(folder, str):
-        return scan_objects(folder, globs)
-    patterns = expand_globs(globs)
-    files, in_progress, not_read = [], 0, []
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return Listing([])
-    for entry in entries:
-        if not is_complete(entry.name):
+    """The complete entries directly in ``folder`` that a run handles (files the globs match,
+    and links or other entries it sets aside), oldest arrival first; ``folder`` is a local path
+    or an object storage URI."""
+    started, stamp = time.time_ns(), folder_stamp(folder)
+    files, not_read, in_progress = [], [], 0
+    for entry in list_entries(str(folder), globs):
+        if entry.kind == "in_progress":
             in_progress += 1
-            continue
-        try:
-            if not entry.is_file(follow_symlinks=True):
-                if entry.is_dir(follow_symlinks=True):
-                    not_read.append(entry.name + "/")
-                continue
-            st = entry.stat(follow_symlinks=True)
-        except FileNotFoundError:  # renamed or deleted while listing
-            continue
-        if not matches(entry.name, patterns):
-            not_read.append(entry.name)
-            continue
-        files.append(LandedFile(entry.name, st.st_ctime_ns, st.st_size))
-    files.sort(key=lambda f: (f.arrived_ns, f.name))
-    return Listing(files, in_progress, tuple(sorted(not_read)))
-
-
-def scan_objects(prefix: str, globs: Sequence[str] = ("*",)) -> Listing:
-    """:func:`scan` on object storage, one listing through the storage API (no Spark job). An
-    object appears whole when its upload completes, so its arrival is its Last-Modified time;
-    there are no links, so nothing outside the prefix can be reached from it."""
-    patterns = expand_globs(globs)
-    files, in_progress, not_read = [], 0, []
-    for entry in storage.list_entries(prefix):
-        if not is_complete(entry.base_name):
-            in_progress += 1
-        elif entry.type == pafs.FileType.Directory:
-            not_read.append(entry.base_name + "/")
-        elif not matches(entry.base_name, patterns):
-            not_read.append(entry.base_name)
+        elif entry.kind in ("file", "refused"):
+            files.append(LandedFile(entry.name, entry.arrived_ns, entry.size))
         else:
-            files.append(LandedFile(entry.base_name, int(entry.mtime_ns or 0), int(entry.size or 0)))
+            not_read.append(entry.name + ("/" if entry.kind == "folder" else ""))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
-    return Listing(files, in_progress, tuple(sorted(not_read)))
-
-
-@dataclass
-class LandingCursor:
-    hwm: int = 0
-    recent: dict[str, int] = field(default_factory=dict)
-    n: int = 0
-    # Digest of the entries last warned about as not read (a warning per change, not per tick).
-    warned: str = ""
-
-    @classmethod
-    def load(cls, text: str | None) -> LandingCursor:
-        if not text:
-            return cls()
-        data = json.loads(text)
-        recent = {k: int(v) for k, v in data.get("recent", {}).items()}
-        return cls(int(data.get("hwm", 0)), recent, int(data.get("n", 0)), str(data.get("warned", "")))
-
-    def dump(self) -> str:
-        data = {"v": 1, "hwm": self.hwm, "n": self.n, "recent": self.recent}
-        return json.dumps(data | ({"warned": self.warned} if self.warned else {}), sort_keys=True)
-
-
-def digest(names: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16] if names else ""
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    new: list[LandedFile]
-    unidentified: int  # files beyond what the cursor can name (arrived before the window)
-    next_cursor: LandingCursor
-
-    @property
-    def has_work(self) -> bool:
-        return bool(self.new) or self.unidentified > 0
-
-    def run_key(self, source: str) -> str:
-        digest = hashlib.sha256("\n".join(sorted(f.name for f in self.new)).encode()).hexdigest()[:16]
-        return f"{source}:{self.next_cursor.hwm}:{self.next_cursor.n}:{digest}"
-
-
-def evaluate(files: Iterable[LandedFile], cursor: LandingCursor, grace_ns: int) -> Evaluation:
-    """Which files are new since ``cursor``, and the cursor to store once they are handled."""
-    files = list(files)
-    floor = cursor.hwm - grace_ns if cursor.hwm else None
-    new = [f for f in files if f.name not in cursor.recent and (floor is None or f.arrived_ns >= floor)]
-    unidentified = max(0, len(files) - cursor.n - len(new))
-    hwm = max([cursor.hwm, *(f.arrived_ns for f in files)])
-    recent = {f.name: f.arrived_ns for f in files if f.arrived_ns >= hwm - grace_ns}
-    return Evaluation(new, unidentified, LandingCursor(hwm, recent, len(files), cursor.warned))
+    return Listing(files, in_progress, tuple(sorted(not_read)), stamp, started)

@@ -25,7 +25,7 @@ launching a file twice.
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ import dagster as dg
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
-from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, scan
+from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, folder_stamp, scan
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.stranded import RetryPolicy, retry_request
 from lakehouse_assets.lib.settings import current
@@ -137,12 +137,14 @@ def build_landing_sensor(
         soon as no run of the source is queued or going, else when the watch ends (None: nothing
         new by then)."""
         poll = WATCH_POLL_S if isinstance(folder, Path) else WATCH_POLL_OBJECTS_S
-        found = None
+        found, last = None, cursor
         for _ in range(int(watch_s / poll)):
             if clock() + poll > started + watch_s:
                 break
             sleep(poll)
-            found = evaluate(scan(folder, globs).files, cursor, grace_ns)
+            if found is None or not last.unchanged(folder_stamp(folder)):  # list only a folder that changed
+                listing = scan(folder, globs)
+                found, last = evaluate(listing.files, cursor, grace_ns), listing.stamped(cursor)
             if found.has_work and going(instance) is None:
                 return found
         return found if found is not None and found.has_work else None
@@ -162,19 +164,24 @@ def build_landing_sensor(
         started = clock()
         paths = lakehouse.paths
         folder = paths.local_path(paths.landing(source)) if paths.is_local else paths.landing(source)
-        listing = scan(folder, globs)
         cursor = LandingCursor.load(context.cursor)
-        not_read = describe_not_ingested(str(folder), listing.not_read, globs) if listing.not_read else ""
-        if digest(listing.not_read) != cursor.warned:
-            if not_read:
-                context.log.warning(f"{source}: {not_read}")
-            cursor = LandingCursor(cursor.hwm, cursor.recent, cursor.n, digest(listing.not_read))
-            context.update_cursor(cursor.dump())
-        result = evaluate(listing.files, cursor, grace_ns)
-        ignored = f"{listing.in_progress} in-progress name(s) ignored" if listing.in_progress else ""
+        # A folder whose time has not moved since a listing that found nothing new is not listed:
+        # a tick then costs one stat, however many files the folder holds.
+        listing = None if cursor.unchanged(folder_stamp(folder)) else scan(folder, globs)
+        not_read, ignored = "", ""
+        if listing is not None:
+            not_read = describe_not_ingested(str(folder), listing.not_read, globs) if listing.not_read else ""
+            ignored = f"{listing.in_progress} in-progress name(s) ignored" if listing.in_progress else ""
+            if digest(listing.not_read) != cursor.warned:
+                if not_read:
+                    context.log.warning(f"{source}: {not_read}")
+                cursor = replace(cursor, warned=digest(listing.not_read))
+                context.update_cursor(cursor.dump())
+        result = evaluate(listing.files, cursor, grace_ns) if listing is not None else Evaluation([], 0, cursor)
         if not result.has_work:
-            if result.next_cursor != cursor:
-                cursor = result.next_cursor
+            stamped = listing.stamped(replace(result.next_cursor, warned=cursor.warned)) if listing else cursor
+            if stamped != cursor:
+                cursor = stamped
                 context.update_cursor(cursor.dump())
             if going(context.instance) is None:
                 retry = retry_request(context.instance, {SOURCE_TAG: source}, clock(), settings.retry)
@@ -186,9 +193,12 @@ def build_landing_sensor(
                     return retry
             result = watch(folder, cursor, started, context.instance) or result
         if not result.has_work:
-            seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
+            if listing is None:
+                seen = "unchanged since a listing that found nothing new"
+            else:
+                seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
             details = ", ".join(x for x in [seen, ignored, not_read] if x)
-            return dg.SkipReason(f"No new files in {folder} ({details}).")
+            return dg.SkipReason(f"No new files in {folder} ({details}; tick {1000 * (clock() - started):.0f} ms).")
 
         def described(result: Evaluation) -> str:
             return f"{len(result.new)} new file(s)" + (

@@ -10,6 +10,7 @@ returns the frame the engine read for that key.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, cast
 
 from lakehouse_assets.lib.declare.inputs import (
@@ -63,6 +64,7 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
     hints = cloud.pop("schemahints", None)
     infer_types = cloud.pop("infercolumntypes", "false").lower() == "true"
     cloud.pop("rescueddatacolumn", None)  # renamed at run time
+    clean = _clean_source(cloud, place)
     reader_options = {}
     if "maxfilespertrigger" in cloud:
         reader_options["maxFilesPerTrigger"] = cloud.pop("maxfilespertrigger")
@@ -71,7 +73,7 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
         raise DeclarationError(
             f"{place}: Auto Loader option(s) {', '.join(unknown) or 'multiLine'} are not supported here; "
             "supported: cloudFiles.format=json|csv|parquet|avro, schemaEvolutionMode, schemaHints, inferColumnTypes, "
-            "rescuedDataColumn, maxFilesPerTrigger, pathGlobFilter"
+            "rescuedDataColumn, maxFilesPerTrigger, cleanSource (with retentionDuration, moveDestination), pathGlobFilter"
         )
     glob = plain.pop("pathGlobFilter", "*")
     reader_options.update({k: v for k, v in plain.items() if k != "multiLine" or file_format == "csv"})
@@ -85,17 +87,29 @@ def auto_loader_input(read: FileRead, place: str) -> LandingInput:
         schema=read.schema,
         schema_hints=hints,
         schema_evolution=mode,  # type: ignore[arg-type]
+        **clean,
     )
-    return LandingInput(
-        declared.source,
-        declared.format,
-        declared.glob,
-        declared.options,
-        declared.schema,
-        declared.schema_hints,
-        declared.schema_evolution,
-        path=read.paths[0],
-        infer_column_types=infer_types or file_format not in ("json", "csv"),  # Databricks: JSON and CSV only
+    # Databricks infers column types of JSON and CSV only when asked (inferColumnTypes).
+    return replace(declared, path=read.paths[0], infer_column_types=infer_types or file_format not in ("json", "csv"))
+
+
+def _clean_source(cloud: dict[str, str], place: str) -> dict[str, Any]:
+    """``cloudFiles.cleanSource`` (``OFF``, ``DELETE``, ``MOVE``) as ``landing()``'s retention:
+    ``DELETE`` deletes a file ``retentionDuration`` (default 30 days) after its commit, as on
+    Databricks; ``MOVE`` moves it into ``moveDestination`` at the next run (Databricks waits
+    ``retentionDuration`` first), kept there for good. The options are taken from ``cloud``."""
+    mode = cloud.pop("cleansource", "OFF").upper()
+    retention = cloud.pop("cleansource.retentionduration", None)
+    destination = cloud.pop("cleansource.movedestination", None)
+    if mode == "OFF":
+        return {}
+    if mode == "DELETE":
+        return {"clean_source": "delete", "retention": retention or "30 days"}
+    if mode == "MOVE" and destination:
+        return {"clean_source": "archive", "archive_path": destination}
+    raise DeclarationError(
+        f"{place}: cloudFiles.cleanSource is OFF, DELETE or MOVE (with cloudFiles.cleanSource.moveDestination), "
+        f"not {mode!r}" + (" without a moveDestination" if mode == "MOVE" else "")
     )
 
 

@@ -29,7 +29,7 @@ from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd
 from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed
 from lakehouse_assets.lib.declare.quarantine import Quarantine
-from lakehouse_assets.lib.declare.registry import refuse_cycles
+from lakehouse_assets.lib.declare.registry import refuse_cycles, refuse_shared_cleaning
 from lakehouse_assets.lib.declare.sinks import AppendSink, OverwriteSink, RecomputeSink, TableSink, recompute
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
@@ -283,6 +283,7 @@ class Converter:
             elif isinstance(output, SdpStreamingTable):
                 tables.append(self.streaming_table(output))
         refuse_cycles(tables)
+        refuse_shared_cleaning(tables)
         return tables
 
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.errors import LakehouseError
 
 
@@ -33,10 +33,8 @@ def conform(rows: DataFrame, schema: StructType, table: str) -> DataFrame:
             f"{table}: its query's columns do not match its schema=: "
             f"missing {', '.join(missing) or 'none'}; not declared {', '.join(undeclared) or 'none'}"
         )
-    typed = [
-        F.col(f"`{found[f.name.lower()]}`").cast(f.dataType).alias(f.name, metadata=f.metadata) for f in schema.fields
-    ]
-    return rows.select(*typed, *[F.col(f"`{c}`") for c in own])
+    typed = [column(found[f.name.lower()]).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in schema.fields]
+    return rows.select(*typed, *[column(c) for c in own])
 
 
 @dataclass(frozen=True)

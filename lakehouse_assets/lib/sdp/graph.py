@@ -10,6 +10,7 @@ declared, for :mod:`.convert` to turn into tables.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,9 @@ class PipelineGraph(GraphElementRegistry):
     outputs: dict[str, Output] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
     cdc_flows: list[CdcFlow] = field(default_factory=list)
+    # What registers a SQL file's statements (``sql_files.register_sql_file``), given by the
+    # loader: SQL files build on this module, so it cannot import them.
+    sql_registrar: Callable[[PipelineGraph, str, Path], None] | None = None
 
     def register_output(self, output: Output) -> None:
         place = where(output.source_code_location)
@@ -135,9 +139,9 @@ class PipelineGraph(GraphElementRegistry):
         self.cdc_flows.append(flow if isinstance(flow, CdcFlow) else from_pyspark_cdc(flow))
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
-        from lakehouse_assets.lib.sdp.sql_files import register_sql_file  # it builds on this module
-
-        register_sql_file(self, sql_text, file_path)
+        if self.sql_registrar is None:
+            raise DeclarationError(f"{file_path}: this pipeline graph takes no SQL files")
+        self.sql_registrar(self, sql_text, file_path)
 
     def flows_into(self, target: str) -> list[Flow]:
         return [f for f in self.flows if f.target == target]

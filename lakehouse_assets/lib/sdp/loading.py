@@ -27,6 +27,7 @@ from lakehouse_assets.lib.sdp import api as lakehouse_dp
 from lakehouse_assets.lib.sdp.graph import PipelineGraph
 from lakehouse_assets.lib.sdp.lakeflow import importable_as_dlt
 from lakehouse_assets.lib.sdp.spark_proxy import SPARK
+from lakehouse_assets.lib.sdp.sql_files import register_sql_file
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def load_graph(spec_path: Path, spec: PipelineSpec, configuration: Mapping[str, 
     and return what they declared. The caller chooses the session they build plans with
     (:func:`~.spark_proxy.planning` or :func:`~.spark_proxy.running_on`, given ``configuration``)."""
     spec_path = spec_path.resolve()
-    graph = PipelineGraph()
+    graph = PipelineGraph(sql_registrar=register_sql_file)
     with (
         _in_folder(spec_path.parent),
         graph_element_registration_context(graph),

@@ -1,0 +1,134 @@
+"""A landing folder's entries as data: each complete entry with what it is, its arrival and its
+size, and (for one that cannot be taken in) why. Listing never follows a link, and an entry that
+cannot be looked at (a loop, a permission, one gone while listing) is reported, never raised."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pyarrow import fs as pafs
+
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches, name_problem
+
+EntryKind = Literal["file", "folder", "unmatched", "refused", "in_progress"]
+SET_ASIDE_FOLDER = "_set_aside"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A complete entry of a landing folder.
+
+    :param name: its name in the folder.
+    :param kind: ``file`` (read), ``folder`` and ``unmatched`` (not read: no glob matches),
+        ``refused`` (cannot be taken in: ``problem`` says why), ``in_progress`` (a name starting
+        with ``_`` or ``.``: still being written, or the framework's own).
+    :param arrived_ns: when it got its name (the inode's change time; an object's upload time).
+    :param size: its size in bytes as stored (0 when unknown).
+    :param problem: why a ``refused`` entry cannot be taken in.
+    """
+
+    name: str
+    kind: EntryKind
+    arrived_ns: int = 0
+    size: int = 0
+    problem: str | None = None
+
+
+def _link_target(path: Path, folder: Path, inside_allowed: bool) -> tuple[os.stat_result | None, str | None]:
+    """A link's target's status when it may be read (``inside_allowed`` and the target is a
+    regular file inside ``folder``), else why not."""
+    try:
+        target = path.resolve(strict=True)
+    except RuntimeError:
+        return None, "it is a symbolic link loop"
+    except OSError as error:
+        if "loop" in str(error).lower() or getattr(error, "errno", 0) == 40:  # ELOOP
+            return None, "it is a symbolic link loop"
+        return None, f"it is a symbolic link whose target cannot be read ({error.strerror})"
+    if not inside_allowed:
+        return None, f"it is a symbolic link (to {target}); links are not read (LAKEHOUSE_LANDING_LINKS)"
+    if folder.resolve() not in target.parents:
+        return None, f"it is a symbolic link to {target}, outside its landing folder"
+    try:
+        return target.stat(), None
+    except OSError as error:
+        return None, f"its link target {target} cannot be read ({error.strerror})"
+
+
+def _local_entry(entry: os.DirEntry[str], folder: Path, patterns: list[str], links_inside: bool) -> Entry | None:
+    name = entry.name
+    try:
+        status = entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return None  # gone while listing: renamed or removed; the next listing sees what became of it
+    except OSError as error:
+        return Entry(name, "refused", problem=f"it cannot be looked at ({error.strerror})")
+    arrived = status.st_ctime_ns
+    if stat.S_ISLNK(status.st_mode):
+        target, problem = _link_target(Path(entry.path), folder, links_inside)
+        if target is None:
+            return Entry(name, "refused", arrived, 0, problem)
+        status = target
+    if stat.S_ISDIR(status.st_mode):
+        return Entry(name, "folder", arrived)
+    if not matches(name, patterns):
+        return Entry(name, "unmatched", arrived, status.st_size)
+    if not stat.S_ISREG(status.st_mode):
+        return Entry(name, "refused", arrived, 0, "it is not a regular file (a pipe, socket or device)")
+    if name_problem(name):
+        return Entry(name, "refused", arrived, status.st_size, name_problem(name))
+    if not os.access(entry.path, os.R_OK):
+        return Entry(name, "refused", arrived, status.st_size, "it cannot be read (permission denied)")
+    return Entry(name, "file", arrived, status.st_size)
+
+
+def list_local(folder: Path, globs: Sequence[str], links_inside: bool = False) -> list[Entry]:
+    """The entries directly in the local ``folder`` (none when it does not exist).
+
+    :param folder: the landing folder.
+    :param globs: the file names read (Hadoop-style globs).
+    :param links_inside: links to regular files inside ``folder`` are read; every other link
+        is refused.
+    """
+    patterns = expand_globs(globs)
+    try:
+        scanned = list(os.scandir(folder))
+    except FileNotFoundError:
+        return []
+    found = (
+        _local_entry(e, folder, patterns, links_inside) if is_complete(e.name) else Entry(e.name, "in_progress")
+        for e in scanned
+    )
+    return [e for e in found if e is not None]
+
+
+def list_objects(prefix: str, globs: Sequence[str]) -> list[Entry]:
+    """The objects directly under ``prefix``: an object appears whole when its upload
+    completes (its arrival), and object storage has no links."""
+    patterns = expand_globs(globs)
+    entries = []
+    for info in storage.list_entries(prefix):
+        name = info.base_name
+        if not is_complete(name):
+            entries.append(Entry(name, "in_progress"))
+        elif info.type == pafs.FileType.Directory:
+            entries.append(Entry(name, "folder"))
+        else:
+            kind: EntryKind = "file" if matches(name, patterns) else "unmatched"
+            problem = name_problem(name) if kind == "file" else None
+            kind = "refused" if problem else kind
+            entries.append(Entry(name, kind, int(info.mtime_ns or 0), int(info.size or 0), problem))
+    return entries
+
+
+def list_entries(folder: str, globs: Sequence[str], links_inside: bool = False) -> list[Entry]:
+    """:func:`list_local` for a local folder (a path or ``file:`` URI), else :func:`list_objects`."""
+    if "://" in folder and not folder.startswith("file:"):
+        return list_objects(folder, globs)
+    return list_local(Path(folder.removeprefix("file://").removeprefix("file:")), globs, links_inside)

@@ -1,0 +1,146 @@
+"""Setting a landed file aside, and taking it back in.
+
+A file that cannot be taken in is moved, whole, into its landing folder's ``_set_aside/``
+(a name Spark and the sensors never read) and recorded first (:mod:`.ledger`), so a run killed
+at any instant finishes the move at its next start; one row in the table's quarantine names
+it, its size and the reason (never its content), written once under Delta's transaction id for
+set-aside rows. Taking it back in moves it into the landing folder again, under a new name if a
+micro-batch had planned the old one (Spark never reads a planned name twice)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from lakehouse_assets.lib.declare.table import TableSpec
+from lakehouse_assets.lib.engine import delta_sql, faults, storage
+from lakehouse_assets.lib.engine.intake.entries import SET_ASIDE_FOLDER
+from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, SetAside
+from lakehouse_assets.lib.engine.landing_names import expand_globs, matches
+from lakehouse_assets.lib.engine.writes import BatchWrite, append_batch
+from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.settings import LakehousePaths
+
+Log = Callable[[str], None]
+REASON = "_set_aside_reason"
+SIZE = "_set_aside_bytes"
+SET_ASIDE_COLUMNS = StructType([StructField(REASON, StringType()), StructField(SIZE, LongType())])
+
+
+def landed_uri(folder: str, name: str) -> str:
+    """The file's path as the table's ``_source_file`` holds it (a ``file:`` URI when local)."""
+    path = f"{folder.rstrip('/')}/{name}"
+    return path if "://" in path or path.startswith("file:") else "file:" + path
+
+
+def finish_moves(folder: str, ledger: IntakeLedger) -> None:
+    """Complete the moves a killed run recorded but may not have made."""
+    pending = [r for r in ledger.records if r.state == "moving"]
+    for record in pending:
+        if storage.exists(f"{folder}/{record.name}") or _is_link(f"{folder}/{record.name}"):
+            storage.move(f"{folder}/{record.name}", f"{folder}/{SET_ASIDE_FOLDER}/{record.stored_as}")
+        record.state = "moved"
+    if pending:
+        ledger.write_records()
+
+
+def _is_link(path: str) -> bool:
+    if "://" in path and not path.startswith("file:"):
+        return False  # object storage has no links
+    return Path(path.removeprefix("file://").removeprefix("file:")).is_symlink()
+
+
+def set_aside(
+    folder: str, ledger: IntakeLedger, name: str, size: int, reason: str, planned: bool, log: Log, table: str = ""
+) -> SetAside:
+    """Move ``folder/name`` into ``folder/_set_aside/`` and record why; one warning line to ``log``.
+
+    :param table: the table (or flow) whose input this is, for its fault points.
+    """
+    taken = set(storage.list_names(f"{folder}/{SET_ASIDE_FOLDER}"))
+    record = ledger.add(name, size, reason, planned, taken)
+    faults.reached(table, "after_set_aside_recorded")
+    finish_moves(folder, ledger)
+    faults.reached(table, "after_set_aside_moved")
+    log(
+        f"{table + ': ' if table else ''}set aside landed file {name} ({size} bytes): {reason}; it is in "
+        f"{SET_ASIDE_FOLDER}/{record.stored_as} and the rest of the folder flows (once fixed: python -m "
+        f"lakehouse_assets.set_aside retake{' ' + table if table else ''})"
+    )
+    return record
+
+
+def record_in_quarantine(
+    spark: SparkSession, paths: LakehousePaths, flow: TableSpec, folder: str, ledger: IntakeLedger, app_id: str
+) -> None:
+    """Write one quarantine row per moved file not yet recorded (each under its own Delta
+    transaction version, so a retry writes none twice). A table without a quarantine only
+    records them; one whose quarantine does not exist yet writes them after its first query."""
+    pending = [r for r in ledger.records if r.state == "moved"]
+    if not pending:
+        return
+    if flow.quarantine is not None:
+        path = paths.table(flow.quarantine.table)
+        if not delta_sql.is_delta_table(path):
+            return
+        delta_sql.add_missing_columns(spark, path, SET_ASIDE_COLUMNS)
+        schema = spark.read.format("delta").load(path).schema
+        for record in sorted(pending, key=lambda r: r.seq):
+            row: dict[str, object] = {f.name: None for f in schema.fields}
+            row |= {REASON: record.reason, SIZE: record.size}
+            if "_source_file" in row:
+                row["_source_file"] = landed_uri(folder, record.name)
+            if "_ingested_at" in row:
+                row["_ingested_at"] = datetime.now(UTC).replace(tzinfo=None)
+            frame = spark.createDataFrame([tuple(row[f.name] for f in schema.fields)], schema)
+            append_batch(frame, BatchWrite(spark, path, f"{app_id}:set-aside", record.seq))
+    for record in pending:
+        record.state = "recorded"
+    ledger.write_records()
+
+
+def retaken_name(name: str, seq: int, globs: Sequence[str], present: set[str]) -> str:
+    """A new name for a planned file taken back in that the input's globs still match:
+    ``events-1.retaken-3.json`` for ``events-1.json`` (before the first dot), else a prefix."""
+    patterns = expand_globs(globs)
+    stem, dot, rest = name.partition(".")
+    for candidate in (f"{stem}.retaken-{seq}{dot}{rest}" if dot else f"{name}-retaken-{seq}", f"retaken-{seq}-{name}"):
+        if matches(candidate, patterns) and candidate not in present:
+            return candidate
+    raise LakehouseError(
+        f"cannot take {name} back in under a new name that the input's glob {', '.join(globs)} matches: "
+        f"land a fixed copy under a new name instead"
+    )
+
+
+def take_back(
+    folder: str,
+    ledger: IntakeLedger,
+    globs: Sequence[str],
+    names: Sequence[str] | None,
+    log: Log,
+    fresh_checkpoint: bool = False,
+) -> list[str]:
+    """Move the set-aside files ``names`` (None: all) back into ``folder``; their new names.
+    A name the query had not planned keeps its name; a planned one gets :func:`retaken_name`
+    (unless the query starts from a fresh checkpoint, a full refresh)."""
+    present = set(storage.list_names(folder))
+    chosen = [r for r in ledger.held() if names is None or r.name in names or r.stored_as in names]
+    unknown = set(names or []) - {r.name for r in chosen} - {r.stored_as for r in chosen}
+    if unknown:
+        raise LakehouseError(f"no file set aside in {folder} is named {', '.join(sorted(unknown))}")
+    moved = []
+    for record in chosen:
+        renamed = (record.planned and not fresh_checkpoint) or record.name in present
+        name = retaken_name(record.name, record.seq, globs, present) if renamed else record.name
+        storage.move(f"{folder}/{SET_ASIDE_FOLDER}/{record.stored_as}", f"{folder}/{name}")
+        present.add(name)
+        record.state = "retaken"
+        ledger.write_records()
+        log(f"took {record.name} back in as {name} (it was set aside: {record.reason})")
+        moved.append(name)
+    return moved

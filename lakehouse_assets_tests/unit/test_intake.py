@@ -1,0 +1,177 @@
+"""The intake's pure parts, without Spark: the bounded reader, the entries of a folder as data,
+the column bound, retention and the names a retaken file gets."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from lakehouse_assets.lib.declare.inputs import landing
+from lakehouse_assets.lib.engine.intake.bounds import Limits, needs_reading, vet_stream
+from lakehouse_assets.lib.engine.intake.cursor import LandingCursor
+from lakehouse_assets.lib.engine.intake.entries import Entry, list_local
+from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger
+from lakehouse_assets.lib.engine.intake.retention import clean, committed, prune_archive
+from lakehouse_assets.lib.engine.intake.set_aside import finish_moves, retaken_name, set_aside, take_back
+from lakehouse_assets.lib.engine.intake.width import beyond_width
+from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
+from lakehouse_assets.lib.settings import LakehousePaths
+
+pytestmark = pytest.mark.unit
+LIMITS = Limits(max_file_bytes=10 << 20, max_line_bytes=1 << 20, max_columns=5)
+
+
+def vetted(name: str, data: bytes, limits: Limits = LIMITS) -> str | None:
+    return vet_stream(name, io.BytesIO(data), limits)
+
+
+def test_the_bounded_reader_finds_long_lines_across_chunks_and_stops_early() -> None:
+    line = b"y" * ((1 << 20) - 10)
+    assert vetted("ok.json", (line + b"\n") * 5) is None
+    assert "line longer than 1 MiB" in vetted("long.json", b"a\n" + b"x" * ((1 << 20) + 1) + b"\nb\n")
+    # A line that grows over many chunks without a newline, and one split exactly at a chunk end.
+    assert "line longer" in vetted("endless.json", b"z" * (3 << 20))
+    assert vetted("edge.json", b"q" * (1 << 20) + b"\n" + b"r" * (1 << 20)) is None
+    assert "more than 10 MiB" in vetted("big.json", (b"w" * 1000 + b"\n") * 11_000)
+
+
+def test_archives_are_read_decompressed_and_broken_ones_are_named() -> None:
+    bomb = gzip.compress(b"x" * (64 << 20), compresslevel=9)
+    assert len(bomb) < 100_000
+    assert "line longer than 1 MiB" in vetted("bomb.json.gz", bomb)
+    assert "more than 10 MiB" in vetted("many.json.gz", gzip.compress(b"line\n" * (3 << 20)))
+    assert vetted("fine.json.bz2", bz2.compress(b'{"a": 1}\n' * 1000)) is None
+    lines = gzip.compress(b'{"a": 1}\n' * 100_000)
+    assert "not a readable gzip file" in vetted("cut.json.gz", lines[: len(lines) // 2])
+    assert "not a readable gzip file" in vetted("fake.json.gz", b"not gzip at all")
+    # Columnar formats have no lines: only their size counts.
+    assert vetted("one.parquet", b"p" * (3 << 20), Limits(10 << 20, 1 << 20, 5, line_format=False)) is None
+
+
+def test_only_files_whose_size_cannot_tell_are_read() -> None:
+    assert not needs_reading("small.json", 1000, LIMITS)
+    assert needs_reading("large.json", 2 << 20, LIMITS)
+    assert not needs_reading("tiny.json.gz", 500, LIMITS)  # 500 * 1032 bytes < 1 MiB
+    assert needs_reading("some.json.gz", 5000, LIMITS)
+
+
+def test_entries_are_data_links_loops_and_odd_names_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    (folder / "a.json").write_text("{}\n")
+    (folder / "ev*.json").write_text("{}\n")
+    (folder / "ev 100%.json").write_text("{}\n")
+    (folder / "loop.json").symlink_to("loop.json")
+    (tmp_path / "secret.txt").write_text("s\n")
+    (folder / "link.json").symlink_to(tmp_path / "secret.txt")
+    (folder / "inside.json").symlink_to(folder / "a.json")
+    (folder / "dir.json").mkdir()
+    (folder / "notes.txt").write_text("x")
+    (folder / "_writing.json").write_text("{}")
+    os.mkfifo(folder / "pipe.json")
+    kinds = {e.name: (e.kind, e.problem or "") for e in list_local(folder, ["*.json"])}
+    assert kinds["a.json"] == ("file", "") and kinds["ev 100%.json"] == ("file", "")
+    assert kinds["ev*.json"][0] == "refused" and "pattern" in kinds["ev*.json"][1]
+    assert kinds["loop.json"][0] == "refused" and "loop" in kinds["loop.json"][1]
+    assert kinds["link.json"][0] == "refused" and "symbolic link" in kinds["link.json"][1]
+    assert kinds["pipe.json"][0] == "refused" and "not a regular file" in kinds["pipe.json"][1]
+    assert kinds["dir.json"][0] == "folder" and kinds["notes.txt"][0] == "unmatched"
+    assert kinds["_writing.json"][0] == "in_progress"
+    inside = {e.name: e for e in list_local(folder, ["*.json"], links_inside=True)}
+    assert inside["inside.json"].kind == "file" and inside["link.json"].kind == "refused"
+
+
+def test_a_file_past_the_column_bound_is_refused_and_the_rest_kept() -> None:
+    columns = {"f1": {"a": 1, "b": 1}, "f2": {"c": 1, "d": 1}, "f3": {"e": 1, "f": 1}, "f4": {"A": 1}}
+    refused = beyond_width(["f1", "f2", "f3", "f4"], lambda n: columns[n], ["z"], 5)
+    assert list(refused) == ["f3"] and "7 columns wide, over 5" in refused["f3"]
+    assert beyond_width(["wide"], lambda n: {"nested": 9}, [], 5)
+
+
+def test_set_aside_and_taken_back_under_a_name_the_glob_matches(tmp_path: Path) -> None:
+    folder = tmp_path / "events"
+    folder.mkdir()
+    (folder / "events-1.json").write_text("{}\n")
+    ledger, said = IntakeLedger(str(tmp_path / "intake")), []
+    set_aside(str(folder), ledger, "events-1.json", 3, "it holds a line too long", True, said.append)
+    assert not (folder / "events-1.json").exists() and (folder / "_set_aside" / "events-1.json").exists()
+    assert "set aside landed file events-1.json (3 bytes): it holds a line too long" in said[0]
+    assert [r.state for r in IntakeLedger(str(tmp_path / "intake")).records] == ["moved"]
+    moved = take_back(str(folder), ledger, ["events-*.json"], None, said.append)
+    assert moved == ["events-1.retaken-1.json"] and (folder / "events-1.retaken-1.json").exists()
+    assert ledger.held() == []
+    assert retaken_name("a.json.gz", 2, ["*.json.gz"], set()) == "a.retaken-2.json.gz"
+    assert retaken_name("noext", 4, ["*"], set()) == "noext-retaken-4"
+    with pytest.raises(LakehouseError, match="glob"):
+        retaken_name("a.json", 1, ["a.json"], set())
+
+
+def test_a_move_recorded_but_not_made_is_made_at_the_next_start(tmp_path: Path) -> None:
+    folder = tmp_path / "events"
+    folder.mkdir()
+    (folder / "x.json").write_text("{}\n")
+    ledger = IntakeLedger(str(tmp_path / "intake"))
+    ledger.add("x.json", 3, "why", False, set())  # killed here: recorded, not moved
+    finish_moves(str(folder), IntakeLedger(str(tmp_path / "intake")))
+    assert (folder / "_set_aside" / "x.json").exists() and not (folder / "x.json").exists()
+
+
+def test_retention_moves_or_deletes_only_committed_files(tmp_path: Path) -> None:
+    paths = LakehousePaths(str(tmp_path))
+    folder = tmp_path / "landing" / "events"
+    folder.mkdir(parents=True)
+    for name in ("old.json", "recent.json", "new.json"):
+        (folder / name).write_text("{}\n")
+    now = datetime(2026, 11, 27, 12, tzinfo=UTC)
+    ns = int(now.timestamp() * 1e9)
+    entries = [
+        Entry("old.json", "file", ns - int(3600e9)),
+        Entry("recent.json", "file", ns - int(60e9)),
+        Entry("new.json", "file", ns),  # landed after the drained listing
+    ]
+    drained = LandingCursor(hwm=ns - int(60e9), recent={"recent.json": ns - int(60e9)}, n=2)
+    grace = int(600e9)
+    assert [committed(e, drained, grace) for e in entries] == [True, True, False]
+    assert not committed(entries[0], None, grace)
+    archive = landing("events", clean_source="archive", retention="2 days")
+    done = clean("t", paths, archive, str(folder), entries, drained, grace, lambda _: None, now=now)
+    assert done == {"old.json", "recent.json"}
+    assert sorted(p.name for p in (tmp_path / "archive/events/2026/11/27").iterdir()) == ["old.json", "recent.json"]
+    assert [p.name for p in folder.iterdir()] == ["new.json"]
+    # Killed after the move, before anything said so: the next clean finds nothing to move.
+    assert clean("t", paths, archive, str(folder), entries, drained, grace, lambda _: None, now=now) == {
+        "old.json",
+        "recent.json",
+    }
+    (tmp_path / "archive/events/2026/11/20").mkdir(parents=True)
+    assert prune_archive(str(tmp_path / "archive/events"), now - timedelta(days=2), lambda _: None) == 1
+    assert (tmp_path / "archive/events/2026/11/27").exists()
+    (folder / "old.json").write_text("{}\n")
+    delete = landing("events", clean_source="delete", retention="30 minutes")
+    done = clean("t", paths, delete, str(folder), entries[:2], drained, grace, lambda _: None, now=now)
+    assert done == {"old.json"}, "a committed file younger than the retention stays"
+
+
+def test_retention_is_declared_in_words() -> None:
+    assert landing("events", clean_source="delete").retention == "7 days"
+    with pytest.raises(DeclarationError, match="duration"):
+        landing("events", clean_source="archive", retention="soon")
+    with pytest.raises(DeclarationError, match="archive_path needs"):
+        landing("events", archive_path="/elsewhere")
+    with pytest.raises(DeclarationError, match="max_line_bytes"):
+        landing("events", max_line_bytes=0)
+
+
+def test_the_ledger_keeps_what_it_is_given(tmp_path: Path) -> None:
+    ledger = IntakeLedger(str(tmp_path / "intake"))
+    state = ledger.load()
+    state.cursor = LandingCursor(hwm=5, recent={"a.json": 5}, n=1)
+    state.drained, state.attempts, state.unexamined = "d", {"b.json": 1}, ["a.json"]
+    ledger.save(state)
+    assert IntakeLedger(str(tmp_path / "intake")).load() == state
