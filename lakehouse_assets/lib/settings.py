@@ -133,6 +133,16 @@ class Settings:
     or whose Python worker did not connect back (``1``: no retry)."""
     transient_backoff_s: float = 5.0
     """``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``: the wait before the first retry, doubled for each next."""
+    table_lease: bool = True
+    """``LAKEHOUSE_TABLE_LEASE``: on object storage, every writer of a table holds its lease, an
+    object created with a conditional write (:mod:`lakehouse_assets.lib.engine.table_lease`);
+    ``0``: Dagster's pools alone keep writers apart there."""
+    table_lease_s: float = 60.0
+    """``LAKEHOUSE_TABLE_LEASE_SECONDS``: a lease not renewed for this long has expired (its holder
+    renews it every third of it), so a killed writer holds up the next one at most this long."""
+    table_lease_wait_s: float = 900.0
+    """``LAKEHOUSE_TABLE_LEASE_WAIT_SECONDS``: how long a writer waits for another one's lease
+    before it fails, naming the holder."""
 
 
 ENV_NAMES: dict[str, str] = {
@@ -179,6 +189,9 @@ ENV_NAMES: dict[str, str] = {
     "poison_attempts": "LAKEHOUSE_POISON_ATTEMPTS",
     "transient_tries": "LAKEHOUSE_TRANSIENT_TRIES",
     "transient_backoff_s": "LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS",
+    "table_lease": "LAKEHOUSE_TABLE_LEASE",
+    "table_lease_s": "LAKEHOUSE_TABLE_LEASE_SECONDS",
+    "table_lease_wait_s": "LAKEHOUSE_TABLE_LEASE_WAIT_SECONDS",
 }
 
 

@@ -48,9 +48,10 @@ class Stack:
         return materialize_in_child(self.work / name, selection, env=env)
 
 
-def land_round(root: str, reference: Path, options: GeneratorOptions) -> list[str]:
-    """A generator batch into the bucket, and the same files into the reference's landing zone."""
-    written = [str(uri) for uri in generate(LakehousePaths(root), options)]
+def land_round(root: str, reference: Path, options: GeneratorOptions, sources: list[str] | None = None) -> list[str]:
+    """A generator batch into the bucket (``sources``: all by default), and the same files into
+    the reference's landing zone."""
+    written = [str(uri) for uri in generate(LakehousePaths(root), options, sources)]
     for uri in written:
         relative = uri.removeprefix(f"{root}/")
         target = reference / relative

@@ -79,7 +79,9 @@ def test_the_postgres_backed_daemon_sensor_picks_up_a_file_put_into_the_bucket(s
             time.sleep(2)
         runs = dev.runs()
     assert runs and all(r["status"] == "SUCCESS" for r in runs), runs
-    assert {t["value"] for r in runs for t in r["tags"] if t["key"] == "dagster/sensor_name"} == {"landing_events_sensor"}
+    assert {t["value"] for r in runs for t in r["tags"] if t["key"] == "dagster/sensor_name"} == {
+        "landing_events_sensor"
+    }
     read = spark.read.format("delta").load(paths.table("bronze_events")).select("_source_file").collect()
     assert {r[0].rsplit("/", 1)[-1] for r in read} == {str(landed).rsplit("/", 1)[-1]}
     with environment(instance_env), dg.DagsterInstance.from_config(str(home)) as instance:

@@ -27,7 +27,13 @@ from lakehouse_assets_tests.support.reference import lost_and_duplicated
 from lakehouse_assets_tests.support.runs import assert_events_exact
 
 pytestmark = pytest.mark.slow
-CHAIN = ["bronze_events", "bronze_events_quarantine", "silver_events", "silver_events_quarantine", "gold_hourly_revenue"]
+CHAIN = [
+    "bronze_events",
+    "bronze_events_quarantine",
+    "silver_events",
+    "silver_events_quarantine",
+    "gold_hourly_revenue",
+]
 START = datetime(2026, 11, 21, 8, tzinfo=UTC)
 
 
@@ -53,7 +59,9 @@ def run_with_fault(stack: Stack, name: str, root: str, env: dict[str, str], faul
             raise errors[0]
 
 
-def test_worker_loss_s3_restart_and_an_engine_killed_mid_commit_leave_exact_tables(stack: Stack, spark, tmp_path: Path) -> None:
+def test_worker_loss_s3_restart_and_an_engine_killed_mid_commit_leave_exact_tables(
+    stack: Stack, spark, tmp_path: Path
+) -> None:
     root = stack.s3.root("faults")
     reference = Lakehouse(tmp_path / "reference", spark, dg.DagsterInstance.ephemeral())
     _, instance_env = stack.instance_home("faults")
@@ -81,7 +89,9 @@ def test_worker_loss_s3_restart_and_an_engine_killed_mid_commit_leave_exact_tabl
         if fault is None:
             engine_killed_at_commit()
             first = stack.materialize(f"{name}-1", root, instance_env, selection=",".join(CHAIN))
-            assert stack.engine.process is not None and stack.engine.process.wait(60) is not None, "the fault did not fire"
+            assert stack.engine.process is not None and stack.engine.process.wait(60) is not None, (
+                "the fault did not fire"
+            )
             stack.engine.stop()
             stack.new_engine("engine-after-fault.log")
         else:

@@ -20,6 +20,7 @@ from lakehouse_assets.lib.engine.counting import expectation_counts, first_failu
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.query import BatchHandler
 from lakehouse_assets.lib.engine.report import ExpectationSplit, RunReport, sample_written
+from lakehouse_assets.lib.engine.table_lease import current_fence
 from lakehouse_assets.lib.engine.writes import BatchWrite, append_batch, write_batch
 from lakehouse_assets.lib.errors import ExpectationFailed
 from lakehouse_assets.lib.settings import LakehousePaths
@@ -113,6 +114,7 @@ def prepare_batches(
     figures go to ``ledger``."""
     stream = table.transform(**inputs)
     publish = publisher(table, stream)
+    fence = current_fence(table.name)  # the run's table lease, checked before each batch writes
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         report = RunReport(table.name)
@@ -121,6 +123,8 @@ def prepare_batches(
             split = evaluate_expectations(table, flagged, report)
             if split.rows == 0:
                 return
+            if fence is not None:
+                fence.check()
             published = publish(split.kept)
             # The default publish only selects columns, so the kept rows are the rows to write.
             known = split.kept_rows if table.publish is None else None

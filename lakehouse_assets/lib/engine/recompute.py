@@ -21,6 +21,7 @@ from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.batch import PreparedQuery, evaluate_expectations, quarantine_schema, write_quarantine
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.report import RunReport, sample_written
+from lakehouse_assets.lib.engine.table_lease import current_fence
 from lakehouse_assets.lib.engine.writes import BatchWrite, by_keys, replace_rows_for_keys
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -89,6 +90,7 @@ def prepare_recompute(
     stream = _without_cdf(inputs[param])
     input_path = paths.table(table.inputs[param].table)  # type: ignore[union-attr]
     expectations = table.expectations
+    fence = current_fence(table.name)  # the run's table lease, checked before each batch writes
 
     def rows_of(df: DataFrame) -> DataFrame:
         return table.transform(**{param: df}, **lookups)
@@ -122,6 +124,8 @@ def prepare_recompute(
         try:
             if changes.isEmpty():
                 return
+            if fence is not None:
+                fence.check()
             if expectations:
                 check_expectations(changes, batch_id, report)
             current = session.read.format("delta").load(input_path)

@@ -14,7 +14,6 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.batch import prepare_batches, publisher
 from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
 from lakehouse_assets.lib.engine.checkpoint_guard import guard_checkpoint, remember_progress
@@ -36,6 +35,7 @@ from lakehouse_assets.lib.engine.query import run_query
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.recompute import prepare_recompute
 from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.errors import LandedFileUnreadable, UnexaminedFile
 from lakehouse_assets.lib.settings import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings
@@ -53,6 +53,8 @@ def run_table(
     *,
     full_refresh_first: bool = False,
     log: Log | None = None,
+    notify: Log | None = None,
+    writer: str = "",
 ) -> RunReport:
     """Run the table's query over everything new in its inputs; what it did.
 
@@ -61,16 +63,21 @@ def run_table(
     :param table: the declared table.
     :param full_refresh_first: reset the checkpoint and empty the outputs first.
     :param log: where progress lines go.
+    :param notify: where lines a person should see go (waiting for another writer); default ``log``.
+    :param writer: who runs it (a Dagster run), named to another writer that waits for this one.
     """
     say: Log = log or (lambda message: None)
+    tell: Log = notify or say
 
-    def waiting(seconds: float | None = None) -> None:
+    def waiting(seconds: float | None = None, holder: str | None = None) -> None:
         if seconds is None:
-            say(f"{table.name}: another run is writing this table; waiting for it")
+            tell(
+                f"{table.name}: another run is writing this table; waiting for it" + (f" ({holder})" if holder else "")
+            )
         else:
-            say(f"{table.name}: waited {seconds:.1f}s for the other writer")
+            tell(f"{table.name}: waited {seconds:.1f}s for the other writer")
 
-    with storage.exclusive_lock(paths.lock_file(table.name), waiting):
+    with writer_lock(paths).hold(table.name, waiting, writer):
         if full_refresh_first:
             take_all_back(paths, table, say)
             full_refresh(spark, paths, table, say)

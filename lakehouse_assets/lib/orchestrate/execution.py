@@ -65,6 +65,8 @@ class TableRequest:
     previous: dict[str, dict[str, Any]] | None = None
     # The last completed evaluation of each full-table check: {name: {"passed", "metadata"}}.
     previous_checks: dict[str, dict[str, Any]] | None = None
+    # Who writes (``run <id>``), named to another writer that has to wait for this one.
+    writer: str = ""
 
 
 def _previous_state(
@@ -98,12 +100,15 @@ def _materializations(
     request: TableRequest,
     log: Callable[[str], None],
     warn: Callable[[str], None],
+    info: Callable[[str], None],
 ) -> tuple[RunReport, list[Materialized]]:
     """Run the table's query and describe each selected output (no event is yielded yet, so a
     transient fault anywhere in here can be retried whole)."""
     previous = request.previous or {}
     with timings.span("run_table", table.name):
-        report = run_table(session, paths, table, full_refresh_first=request.full_refresh, log=log)
+        report = run_table(
+            session, paths, table, full_refresh_first=request.full_refresh, log=log, notify=info, writer=request.writer
+        )
     _name_new_tables(session, paths, table, previous, warn)
     materialized = []
     if table.name in request.assets and isinstance(table.sink, DeltaPathSink):
@@ -221,7 +226,11 @@ def table_events(
     warn = warn or log
     try:
         session, (report, materialized) = retrying(
-            table.name, lambda s: _materializations(s, paths, table, request, log, warn), session, warn, renew
+            table.name,
+            lambda s: _materializations(s, paths, table, request, log, warn, info or log),
+            session,
+            warn,
+            renew,
         )
     except LakehouseError as error:
         for check in checks:

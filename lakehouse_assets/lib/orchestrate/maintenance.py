@@ -35,6 +35,7 @@ from lakehouse_assets.lib.engine.readers import (
     readers_of,
     retention_keeping,
 )
+from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.settings import LakehousePaths
 
@@ -183,14 +184,14 @@ def build_maintenance_job(table: TableSpec, readers: dict[str, list[Reader]] | N
         paths = lakehouse.paths
         summary: dict[str, int | float | str] = {}
 
-        def waiting(seconds: float | None = None) -> None:
+        def waiting(seconds: float | None = None, holder: str | None = None) -> None:
             context.log.info(
-                f"{table.name}: waiting for the writer's lock"
+                f"{table.name}: waiting for the writer's lock" + (f" ({holder})" if holder else "")
                 if seconds is None
                 else f"waited {seconds:.1f}s for the lock"
             )
 
-        with storage.exclusive_lock(paths.lock_file(table.name), waiting):
+        with writer_lock(paths).hold(table.name, waiting, f"maintenance run {context.run.run_id}"):
             for name in table.outputs:
                 figures = maintain_table(session, paths, name, config, context.log.info, readers.get(name, []))
                 if figures is None:
