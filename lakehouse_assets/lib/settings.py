@@ -54,6 +54,13 @@ class Settings:
     of (``sc://127.0.0.1:15002``); empty runs an embedded session in the run's process."""
     engine_port: int = 15002
     """``LAKEHOUSE_ENGINE_PORT``: the port ``make engine`` serves Spark Connect on."""
+    engine_token_file: str = ""
+    """``LAKEHOUSE_ENGINE_TOKEN_FILE``: the file holding the engine's token, readable by this user
+    only; the engine is started with it and every client sends it (default:
+    ``$XDG_CONFIG_HOME/lakehouse_assets/engine-token``, ``~/.config`` without it)."""
+    engine_auth: bool = True
+    """``LAKEHOUSE_ENGINE_AUTH``: ``0`` starts the engine without a token, which only a loopback
+    address may then serve (any local process can use it)."""
     engine_cores: int = 0
     """``LAKEHOUSE_ENGINE_CORES``: the cores of the engine runs use, from which the run queue's
     limit is derived (:mod:`lakehouse_assets.lib.orchestrate.admission`); ``0``: this machine's."""
@@ -131,6 +138,8 @@ ENV_NAMES: dict[str, str] = {
     "warm_runs": "LAKEHOUSE_WARM_RUNS",
     "spark_remote": "SPARK_REMOTE",
     "engine_port": "LAKEHOUSE_ENGINE_PORT",
+    "engine_token_file": "LAKEHOUSE_ENGINE_TOKEN_FILE",
+    "engine_auth": "LAKEHOUSE_ENGINE_AUTH",
     "engine_cores": "LAKEHOUSE_ENGINE_CORES",
     "sensor_interval_s": "LAKEHOUSE_SENSOR_INTERVAL_SECONDS",
     "sensor_settle_s": "LAKEHOUSE_SENSOR_SETTLE_SECONDS",
@@ -198,6 +207,13 @@ def user_cache(environ: Mapping[str, str] | None = None) -> Path:
     ``~/.cache``, then ``lakehouse_assets``), shared by every clone on the machine."""
     environ = os.environ if environ is None else environ
     return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakehouse_assets"
+
+
+def user_config(environ: Mapping[str, str] | None = None) -> Path:
+    """The per-user folder of this project's settings and secrets (``$XDG_CONFIG_HOME`` or
+    ``~/.config``, then ``lakehouse_assets``)."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "lakehouse_assets"
 
 
 @dataclass(frozen=True)

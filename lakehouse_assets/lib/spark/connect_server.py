@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark.conf import spark_conf
+from lakehouse_assets.lib.spark.engine_auth import TOKEN_VARIABLE, check_binding
 from lakehouse_assets.lib.spark.object_store import SECRET_KEYS
 from lakehouse_assets.lib.spark.warm_workers import launcher_path
 
@@ -52,12 +53,19 @@ def connect_server_command(
     return command
 
 
-def connect_server_env(master: str | None = None) -> dict[str, str]:
+def connect_server_env(master: str | None = None, token: str | None = None) -> dict[str, str]:
     """The server's environment: its Python workers (``foreachBatch`` handlers, UDFs) run this
     virtualenv's Python and import this checkout, like the clients; with a local master, through
-    the warm-worker launcher (:mod:`lakehouse_assets.lib.spark.warm_workers`)."""
+    the warm-worker launcher (:mod:`lakehouse_assets.lib.spark.warm_workers`). The token goes in
+    the variable Spark reads (:mod:`.engine_auth`), never on the command line.
+
+    :param master: the Spark master (default ``SPARK_MASTER``).
+    :param token: the token clients must send; None serves anyone, on a loopback address only.
+    :raises EngineAccessError: no token, and ``SPARK_LOCAL_IP`` is not a loopback address.
+    """
     settings = current()
-    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    check_binding(settings.spark_local_ip, token)
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", TOKEN_VARIABLE)}
     python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     local = (master or settings.spark_master).startswith("local")
     env |= {
@@ -67,5 +75,6 @@ def connect_server_env(master: str | None = None) -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(python_path),
         "SPARK_LOCAL_IP": settings.spark_local_ip,
+        **({TOKEN_VARIABLE: token} if token else {}),
     }
     return env
