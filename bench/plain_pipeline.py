@@ -30,6 +30,7 @@ STARTED = time.monotonic()
 
 from lakehouse_assets.lib.spark.conf import spark_conf  # noqa: E402
 from lakehouse_assets.lib.spark.engine_auth import client_token, client_url  # noqa: E402
+from lakehouse_assets.lib.spark.launch_secrets import embedded_driver_secrets  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -64,7 +65,8 @@ def spark_session() -> SparkSession:
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with embedded_driver_secrets(conf["spark.master"]):  # a cluster's credentials, off the command line
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

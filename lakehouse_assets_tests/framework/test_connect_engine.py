@@ -27,7 +27,7 @@ from lakehouse_assets_tests.support.contract import assert_tables_match_landed_f
 from lakehouse_assets_tests.support.crash import materialize_in_child
 from lakehouse_assets_tests.support.expected import expected_history
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.processes import command_lines_seen, holding
+from lakehouse_assets_tests.support.processes import holding, processes_seen
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 CUSTOMERS = "bronze_customers,bronze_customers_quarantine,silver_customers,silver_customers_quarantine"
@@ -223,7 +223,7 @@ def test_streaming_workers_are_forked_warm_and_see_their_own_batches(tmp_path: P
 @pytest.mark.slow
 def test_the_engine_serves_only_clients_that_send_its_token(tmp_path: Path, engine: ConnectServer) -> None:
     """A client without the engine's token, or with another, is refused in one sentence; the
-    project's clients read the token from its file and are served (every other test here); the
+    project's clients read the token from its file and are served; the
     token is on no command line of the engine, its workers or its clients."""
     token = token_file().read_text().strip()
     assert stat.S_IMODE(token_file().stat().st_mode) == 0o600
@@ -231,15 +231,18 @@ def test_the_engine_serves_only_clients_that_send_its_token(tmp_path: Path, engi
     other.write_text("not-the-engine-token\n")
     other.chmod(0o600)
     env = {**os.environ, "SPARK_REMOTE": engine.url, "LAKEHOUSE_ROOT": str(tmp_path / "lakehouse")}
-    with command_lines_seen() as seen:
-        refused = {
-            why: subprocess.run([sys.executable, "-m", "lakehouse_assets.sql", "SELECT 1 AS one"],
-                                env={**env, "LAKEHOUSE_ENGINE_TOKEN_FILE": str(file)},
-                                capture_output=True, text=True, timeout=300)  # fmt: skip
-            for why, file in (("no token sent", tmp_path / "missing"), ("wrong token", other))
-        }
-    for why, query in refused.items():
-        assert query.returncode == 1 and "Traceback" not in query.stderr, query.stderr[-2000:]
-        assert f"the Spark engine refused this client ({why})" in query.stderr, query.stderr[-2000:]
-        assert "│" not in query.stdout, query.stdout  # no result table was printed
+    query = [sys.executable, "-m", "lakehouse_assets.sql", "SELECT 41 + 1 AS answer"]
+    files = {"served": token_file(), "no token sent": tmp_path / "missing", "wrong token": other}
+    with processes_seen() as seen:
+        answers = {
+            why: subprocess.run(query, env={**env, "LAKEHOUSE_ENGINE_TOKEN_FILE": str(file)},
+                                capture_output=True, text=True, timeout=300)
+            for why, file in files.items()
+        }  # fmt: skip
+    served = answers.pop("served")
+    assert served.returncode == 0 and re.search(r"│\s*42\s*│", served.stdout), served.stderr[-2000:]
+    for why, refused in answers.items():
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+        assert f"the Spark engine refused this client ({why})" in refused.stderr, refused.stderr[-2000:]
+        assert "│" not in refused.stdout, refused.stdout  # no result table was printed
     assert not holding(seen, [token]), "the engine's token is on a command line"

@@ -6,30 +6,38 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 
-def command_lines() -> dict[int, str]:
-    """pid -> command line (arguments joined by spaces) of every process readable in /proc."""
+class Process(NamedTuple):
+    parent: int
+    command: str  # its arguments joined by spaces
+
+
+def processes() -> dict[int, Process]:
+    """pid -> parent and command line of every process readable in /proc."""
     found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
+            found[int(entry.name)] = Process(parent, command)
     return found
 
 
 @contextmanager
-def command_lines_seen(every_s: float = 0.2) -> Iterator[dict[int, str]]:
-    """Every (pid, command line) seen while the block runs, sampled every ``every_s`` seconds and
-    once more at its end; filled in place."""
-    seen: dict[int, str] = {}
+def processes_seen(every_s: float = 0.2) -> Iterator[dict[int, Process]]:
+    """Every process seen while the block runs, sampled every ``every_s`` seconds and once more
+    at its end; filled in place."""
+    seen: dict[int, Process] = {}
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
-            seen.update(command_lines())
+            seen.update(processes())
             done.wait(every_s)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -39,10 +47,10 @@ def command_lines_seen(every_s: float = 0.2) -> Iterator[dict[int, str]]:
     finally:
         done.set()
         watcher.join()
-        seen.update(command_lines())
+        seen.update(processes())
 
 
-def holding(lines: dict[int, str], secrets: list[str]) -> list[str]:
-    """The command lines among ``lines`` that contain any of ``secrets`` (none may be empty)."""
+def holding(seen: dict[int, Process], secrets: list[str]) -> list[str]:
+    """The command lines among ``seen`` that contain any of ``secrets`` (none may be empty)."""
     assert all(secrets), "an empty secret would match every command line"
-    return [f"{pid}: {line[:300]}" for pid, line in sorted(lines.items()) if any(s in line for s in secrets)]
+    return [f"{pid}: {p.command[:300]}" for pid, p in sorted(seen.items()) if any(s in p.command for s in secrets)]

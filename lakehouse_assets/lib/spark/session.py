@@ -20,6 +20,7 @@ from lakehouse_assets.lib.errors import DeclarationError, first_line
 from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.conf import spark_conf
 from lakehouse_assets.lib.spark.engine_auth import client_token, client_url
+from lakehouse_assets.lib.spark.launch_secrets import embedded_driver_secrets
 
 ENGINE_RETRIES = 6  # about 12 s of back-off before a run reports the engine unreachable
 
@@ -31,10 +32,12 @@ def get_spark(extra: dict[str, Any] | None = None) -> SparkSession:
     remote = current().spark_remote
     if remote:
         return engine_client(remote)
+    conf = spark_conf(extra=extra)
     builder = SparkSession.builder
-    for key, value in spark_conf(extra=extra).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with embedded_driver_secrets(str(conf["spark.master"])):  # credentials off the command line
+        return builder.getOrCreate()
 
 
 def engine_session(remote: str) -> SparkSession:
