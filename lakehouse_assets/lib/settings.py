@@ -49,6 +49,9 @@ class Settings:
     new process (see :mod:`lakehouse_assets.lib.orchestrate.warm_runs`)."""
     class_archive_dump: str = ""
     """``LAKEHOUSE_CLASS_ARCHIVE_DUMP``: write a class archive to this path when the driver exits."""
+    pin_refresh: bool = False
+    """``LAKEHOUSE_PIN_REFRESH``: ``1`` keeps downloads whatever their SHA-256, only to compute new
+    pins after a version change (see :mod:`lakehouse_assets.lib.downloads`)."""
     spark_remote: str = ""
     """``SPARK_REMOTE`` (PySpark's own variable): the Spark Connect engine every run is a client
     of (``sc://127.0.0.1:15002``); empty runs an embedded session in the run's process."""
@@ -134,6 +137,7 @@ ENV_NAMES: dict[str, str] = {
     "jar_cache": "LAKEHOUSE_JAR_CACHE",
     "class_archive": "LAKEHOUSE_CLASS_ARCHIVE",
     "class_archive_dump": "LAKEHOUSE_CLASS_ARCHIVE_DUMP",
+    "pin_refresh": "LAKEHOUSE_PIN_REFRESH",
     "warm_workers": "LAKEHOUSE_WARM_WORKERS",
     "warm_runs": "LAKEHOUSE_WARM_RUNS",
     "spark_remote": "SPARK_REMOTE",
