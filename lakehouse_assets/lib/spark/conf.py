@@ -24,7 +24,7 @@ def spark_conf(
 ) -> dict[str, Any]:
     """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores; a
     local driver maps its classes from the setup-time class archive (:mod:`.class_archive`).
-    No credential is among them: they go on spark-submit's command line (:mod:`.launch_secrets`).
+    They hold no credential, because they go on spark-submit's command line (:mod:`.launch_secrets`).
 
     ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width;
     ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters);
