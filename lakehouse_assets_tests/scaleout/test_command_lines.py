@@ -34,8 +34,9 @@ def test_an_embedded_run_on_a_local_cluster_puts_no_secret_on_a_command_line(sta
     assert run.returncode == 0, run.output[-3000:]
     version = delta_version(paths.table("bronze_events"))
     assert version is not None and (delta_row_count(paths.table("bronze_events"), 0, -1, version) or 0) > 0
-    drivers = {pid for pid, p in seen.items() if "SparkSubmit" in p.command and LOCAL_CLUSTER in p.command}
-    executors = [p for p in seen.values() if "CoarseGrainedExecutorBackend" in p.command and p.parent in drivers]
+    observed = [(pid, p) for pid, known in seen.items() for p in known]
+    drivers = {pid for pid, p in observed if "SparkSubmit" in p.command and LOCAL_CLUSTER in p.command}
+    executors = [p for _, p in observed if "CoarseGrainedExecutorBackend" in p.command and p.parent in drivers]
     assert executors, "the run's driver and an executor JVM of its own were never seen"
     secrets = [stack.s3.credential, stack.s3.identity, token_file().read_text().strip()]
     assert not holding(seen, secrets), "an S3 key or the engine's token is on a command line"
