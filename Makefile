@@ -23,7 +23,7 @@ TEST_WORKERS ?= 0
 # and every process it starts, imports them from this checkout.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos chaos-sdp lint unit
+.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos chaos-sdp lint unit lock
 
 help:
 	@echo "make demo        - land a sample batch, materialize every asset, print a summary"
@@ -47,6 +47,7 @@ help:
 	@echo "make lint        - ruff check, ruff format --check and mypy on the framework (lakehouse_assets/lib)"
 	@echo "make unit        - the Spark-free unit tests (seconds)"
 	@echo "make setup       - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
+	@echo "make lock        - refresh requirements.lock and requirements-build.lock after a dependency change (needs uv)"
 	@echo "make clean-data  - delete the landing zone, tables, checkpoints and Dagster's local runs under data/"
 	@echo "variables: LAKEHOUSE_ROOT (data root, default data/), DAGSTER_HOME (default: data/dagster),"
 	@echo "           DAGSTER_PORT (3000), LAKEHOUSE_ENGINE_PORT (15002), SPARK_REMOTE (a Connect engine for every run),"
@@ -81,7 +82,10 @@ instance: $(STAMP)
 	  echo "note: DAGSTER_HOME=$$home has no dagster.yaml; Dagster's defaults apply (copy this repository's dagster.yaml there for its pools and run queue)" >&2; \
 	fi
 
-$(STAMP): pyproject.toml
+# Python packages come from the lock files only, each checked against its SHA-256 (pip's
+# --require-hashes): the build tools first, then every dependency with no resolution and no build
+# tool fetched on the side, then this checkout itself. `make lock` refreshes them.
+$(STAMP): pyproject.toml requirements.lock requirements-build.lock
 	@command -v java >/dev/null 2>&1 && java -version >/dev/null 2>&1 || { \
 	  echo "Setup stopped: Java is missing. Install a JDK 17 or newer (for example: apt-get install openjdk-17-jdk-headless) and run make again." >&2; exit 1; }
 	@command -v $(PYTHON) >/dev/null 2>&1 || { \
@@ -89,10 +93,21 @@ $(STAMP): pyproject.toml
 	@mkdir -p .cache
 	@echo "setup: creating .venv and installing the Python packages (log: .cache/setup.log)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@{ $(BIN)/python -m pip install --upgrade pip && $(BIN)/python -m pip install -e '.[test,bench]'; } > .cache/setup.log 2>&1 || { \
+	@{ $(BIN)/python -m pip install --require-hashes --no-deps -r requirements-build.lock \
+	  && $(BIN)/python -m pip install --require-hashes --no-deps --no-build-isolation -r requirements.lock \
+	  && $(BIN)/python -m pip install --no-deps --no-build-isolation -e . && $(BIN)/python -m pip check; } > .cache/setup.log 2>&1 || { \
 	  tail -30 .cache/setup.log >&2; \
 	  echo "Setup stopped: pip could not install the Python packages (above, full log .cache/setup.log); check the network or proxy and run make again." >&2; exit 1; }
 	@touch $(STAMP)
+
+# The lock files setup installs from: every package (the dependencies of pyproject.toml, with the
+# test and bench extras) pinned with its SHA-256s for Python 3.11 on Linux, and the build tools
+# (pip, setuptools). Run after changing a dependency; needs uv (pip install uv, outside .venv).
+UV ?= uv
+LOCK_TARGET := --generate-hashes --python-version 3.11 --python-platform x86_64-unknown-linux-gnu --custom-compile-command "make lock"
+lock:
+	$(UV) pip compile pyproject.toml --extra test --extra bench $(LOCK_TARGET) -o requirements.lock
+	printf 'pip\nsetuptools>=68\n' | $(UV) pip compile - $(LOCK_TARGET) -o requirements-build.lock
 
 # Delta's jars, in the per-user cache (lakehouse_assets/lib/spark/jars.py): downloaded once per
 # machine, then found in a second.
@@ -224,7 +239,7 @@ latency: setup
 # The class archive is left to the bench's preparation, where its training run overlaps the rest.
 .PHONY: bench
 bench: $(STAMP) jars
-	@$(BIN)/python -c "import duckdb, matplotlib, psutil" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[test,bench]' || { \
+	@$(BIN)/python -c "import duckdb, matplotlib, psutil" 2>/dev/null || $(BIN)/python -m pip install --quiet --require-hashes --no-deps --no-build-isolation -r requirements.lock || { \
 	  echo "Setup stopped: pip could not install the bench extra (matplotlib, duckdb, psutil); check the network or proxy." >&2; exit 1; }
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.run $(BENCH_ARGS)
 

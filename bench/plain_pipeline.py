@@ -12,7 +12,7 @@ silver_events (typed, enriched, four expectations to a quarantine table, insert-
 are recomputed from the event_date partitions they live in and replaced in one MERGE). Every
 write is idempotent with Delta's txnAppId/txnVersion, as Delta's docs recommend for
 foreachBatch. Of ``lakehouse_assets`` only the Spark settings are imported
-(``lakehouse_assets/lib/spark/conf.py``, no Dagster): the same Delta jars, small-machine sizing
+(``lakehouse_assets/lib/spark/conf.py``, and the engine's token from ``engine_auth.py``; no Dagster): the same Delta jars, small-machine sizing
 and driver class archive as a framework run, so the comparison measures the framework, not tuning.
 
 Prints one JSON line of timings at the end (``BENCH_JSON {...}``).
@@ -29,6 +29,8 @@ from pathlib import Path
 STARTED = time.monotonic()
 
 from lakehouse_assets.lib.spark.conf import spark_conf  # noqa: E402
+from lakehouse_assets.lib.spark.engine_auth import client_token, client_url  # noqa: E402
+from lakehouse_assets.lib.spark.launch_secrets import embedded_driver_secrets  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -55,15 +57,16 @@ RULES = {
 
 
 def spark_session() -> SparkSession:
-    if os.environ.get("SPARK_REMOTE"):  # the engine's launch holds the settings below
-        return SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
+    if os.environ.get("SPARK_REMOTE"):  # the engine's launch holds the settings below; it wants its token
+        return SparkSession.builder.remote(client_url(os.environ["SPARK_REMOTE"], client_token())).getOrCreate()
     # The settings a framework run's embedded session starts with (Dagster-free module): Delta,
     # the small-machine sizing and the driver's class archive, so only the framework differs.
     conf = spark_conf(extra={"spark.app.name": "plain_pipeline"})
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with embedded_driver_secrets(conf["spark.master"]):  # a cluster's credentials, off the command line
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -34,7 +34,7 @@ from devstack.ports import free_port
 from devstack.s3server import VERSION as S3PROXY_VERSION
 from devstack.s3server import S3Server
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 BRONZE = "bronze_events,bronze_events_quarantine"

@@ -24,7 +24,7 @@ class Scenario:
         shutil.copyfile(REPO / "dagster.yaml", self.home / "dagster.yaml")  # it names no path: all under home
         landing = self.root / "landing" / "events"
         self.landed = len(list(landing.iterdir())) if landing.exists() else 0
-        from lakehouse_assets.lib.settings import LakehousePaths
+        from lakehouse_assets.lib.paths import LakehousePaths
 
         self.paths = LakehousePaths(str(self.root))
 

@@ -28,6 +28,7 @@ import dagster as dg
 from bench.common import BENCH, BIN, REPO, line_chart, load, log, machine, median, run
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
+from lakehouse_assets.lib.spark.engine_auth import client_environment
 from lakehouse_assets_tests.sdp import orders_answers as answers
 from lakehouse_assets_tests.sdp import side_by_side
 
@@ -57,9 +58,10 @@ class Sides:
         return run([str(BIN / "dagster"), "asset", "materialize", "-f", str(DEFINITIONS), "--select", select], env)
 
     def theirs(self):
+        remote, token = client_environment(self.url)  # the token in a variable, not on the command line
         command = [str(side_by_side.SPARK_PIPELINES), "run", "--spec", str(self.project / "spark-pipeline.yml"),
-                   "--remote", self.url]  # fmt: skip
-        return run(command, {"PYSPARK_PYTHON": str(BIN / "python")})
+                   "--remote", remote]  # fmt: skip
+        return run(command, {"PYSPARK_PYTHON": str(BIN / "python"), **token})
 
     def revenue_versions(self) -> tuple[int, int]:
         """Delta versions of ``customer_revenue``: (ours, SDP's)."""

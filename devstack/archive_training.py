@@ -9,7 +9,7 @@ import tempfile
 
 import dagster as dg
 
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.class_archive import stop_and_dump
 
 CHAIN = ["bronze_events", "bronze_events_quarantine", "silver_events", "silver_events_quarantine", "gold_hourly_revenue"]

@@ -68,7 +68,7 @@ class StandaloneCluster:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/json/", timeout=5) as response:
                 return int(json.load(response).get("aliveworkers", 0))
-        except OSError:
+        except (OSError, ValueError):  # not serving yet, or an empty page while the UI starts
             return 0
 
     def start(self, timeout: float = 90) -> StandaloneCluster:

@@ -5,7 +5,9 @@ watched and stopped through :mod:`devstack.supervisor`.
     python -m devstack.connect_server [--port 15002] [--master spark://host:7077]   (make engine)
 
 runs it in the foreground, prints its ``sc://`` URL once it serves, and starts it again when it
-dies on its own. :class:`ConnectServer` starts and stops one from tests and scripts.
+dies on its own. :class:`ConnectServer` starts and stops one from tests and scripts. Every
+engine requires the token in ``LAKEHOUSE_ENGINE_TOKEN_FILE``, written when missing
+(:mod:`lakehouse_assets.lib.spark.engine_auth`); the project's clients read it from there.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from typing import IO
 from devstack.ports import serving
 from devstack.supervisor import kill_group, serve_in_foreground, start_process, stop_group, wait_until_serving
 from lakehouse_assets.lib.engine.catalog import register_tables
-from lakehouse_assets.lib.settings import REPO_ROOT, LakehousePaths, current
+from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.connect_server import connect_server_command, connect_server_env
+from lakehouse_assets.lib.spark.engine_auth import engine_token, token_file
+from lakehouse_assets.lib.spark.session import engine_session
 
 
 class ConnectServer:
@@ -59,7 +64,8 @@ class ConnectServer:
         secrets_file = Path(self._private.name) / "secrets.properties"
         try:
             command = connect_server_command(self.port, self.master, self.conf, secrets_file)
-            self.process = start_process(command, env=connect_server_env(self.master), cwd=REPO_ROOT, log=self.log)
+            env = connect_server_env(self.master, engine_token())
+            self.process = start_process(command, env=env, cwd=REPO_ROOT, log=self.log)
             wait_until_serving(
                 self.port, self.process, timeout=timeout, what="the Spark Connect server", host=current().spark_local_ip
             )
@@ -91,11 +97,9 @@ class ConnectServer:
 def name_tables(url: str) -> None:
     """Register every table under the data root in the engine's catalog, so its clients find
     them by name from the start; a failure is one line, not a failed engine."""
-    from pyspark.sql import SparkSession
-
     paths = LakehousePaths.from_env()
     try:
-        session = SparkSession.builder.remote(url).create()
+        session = engine_session(url)
         try:
             added = register_tables(session, paths, warn=lambda note: print(f"engine: {note}", file=sys.stderr))
         finally:
@@ -124,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"engine: starting Spark Connect on {server.url} (Ctrl-C stops it)", flush=True)
     return serve_in_foreground(
         "engine", lambda: (server.start(), name_tables(server.url)), server.stop, lambda: server.url + "\n",
-        lambda: f"serving; point runs at it with  export SPARK_REMOTE={server.url}",
+        lambda: f"serving; point runs at it with  export SPARK_REMOTE={server.url}  (they send the token in {token_file()})",
         watch=server.running, exit_code=lambda: server.returncode,
     )  # fmt: skip
 

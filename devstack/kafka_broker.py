@@ -2,7 +2,8 @@
 ``make kafka``, ``make dev KAFKA=1`` and the tests' fixture.
 
 Kafka's own jars come from Maven Central once, with the Ivy resolver pyspark ships, into the
-per-user cache beside Spark's (``$XDG_CACHE_HOME/lakehouse_assets/kafka-broker/<version>``), so
+per-user cache beside Spark's (``$XDG_CACHE_HOME/lakehouse_assets/kafka-broker/<version>``),
+each checked against the SHA-256 pinned in :mod:`devstack.download_checksums`, so
 starting a broker needs no network and no Docker. Its logs and data stay under the folder it
 is given (``$LAKEHOUSE_ROOT/kafka`` for ``make kafka``).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -18,9 +20,12 @@ from pathlib import Path
 
 import pyspark
 
+from devstack.download_checksums import KAFKA_BROKER_JARS
 from devstack.ports import free_port, serving
 from devstack.supervisor import serve_in_foreground, start_process, stop_group, wait_until_serving
-from lakehouse_assets.lib.settings import LakehousePaths, current, user_cache
+from lakehouse_assets.lib.downloads import ChecksumMismatch, check_folder
+from lakehouse_assets.lib.settings import current, user_cache
+from lakehouse_assets.lib.paths import LakehousePaths
 
 KAFKA_VERSION = "3.9.2"
 BROKER_MODULES = [
@@ -81,6 +86,11 @@ def _resolve(target: Path, log: Path) -> None:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0 or not list(staging.glob("kafka_*.jar")):
         raise BrokerError(f"could not download Kafka {KAFKA_VERSION}'s jars from Maven Central (resolver output in {log})")
+    try:
+        check_pinned(staging)
+    except ChecksumMismatch:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     (staging / "MANIFEST").write_text("\n".join(":".join(m) for m in BROKER_MODULES) + "\n")
     if target.exists():
         return  # another setup finished first
@@ -179,13 +189,26 @@ class KafkaBroker:
         self.stop()
 
 
+def check_pinned(folder: Path) -> None:
+    """Refuse ``folder`` unless its jars are exactly those pinned in :mod:`devstack.download_checksums`.
+
+    :raises ChecksumMismatch: one sentence naming the jar.
+    """
+    check_folder(folder, KAFKA_BROKER_JARS, f"the Kafka {KAFKA_VERSION} broker", "devstack/download_checksums.py")
+
+
 def setup() -> int:
-    """``make setup``: the broker's jars into the per-user cache, once per machine."""
-    if (broker_jar_dir() / "MANIFEST").exists():
-        return 0
-    print(f"setup: resolving Apache Kafka {KAFKA_VERSION} (the local broker) from Maven Central", flush=True)
+    """``make setup``: the broker's jars into the per-user cache, once per machine; each checked
+    against its pinned SHA-256 (a cache filled before the pins, once)."""
     try:
+        if (broker_jar_dir() / "MANIFEST").exists():
+            check_pinned(broker_jar_dir())
+            return 0
+        print(f"setup: resolving Apache Kafka {KAFKA_VERSION} (the local broker) from Maven Central", flush=True)
         broker_jars(resolve=True)
+    except ChecksumMismatch as error:
+        print(error, file=sys.stderr)
+        return 1
     except BrokerError as error:
         print(f"Setup failed: {error}; check the network or proxy and run make again.", file=sys.stderr)
         return 1

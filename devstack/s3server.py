@@ -13,20 +13,19 @@ random key pair, served on 127.0.0.1 only.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
 import secrets
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from pyarrow import fs as pafs
 
+from devstack.download_checksums import S3PROXY_JAR
 from devstack.ports import free_port, serving
 from devstack.supervisor import kill_group, serve_in_foreground, start_process, stop_group, wait_until_serving
+from lakehouse_assets.lib.downloads import ChecksumMismatch, check_folder, download
 from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
 
 VERSION = "4.1.0"
@@ -36,28 +35,20 @@ REGION = "us-east-1"
 
 
 def s3proxy_jar() -> Path:
-    """The server's jar in the per-user cache, downloaded (and checked against Maven Central's
-    SHA-1) the first time."""
+    """The server's jar in the per-user cache, downloaded the first time; checked against the
+    SHA-256 pinned in :mod:`devstack.download_checksums` (not one from the same server).
+
+    :raises ChecksumMismatch: the jar is not the pinned one (one sentence naming it).
+    :raises RuntimeError: the download failed.
+    """
     jar = user_cache() / "s3proxy" / JAR
-    if jar.exists():
-        return jar
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    partial = jar.with_suffix(f".{os.getpid()}.part")
-    try:
-        with urllib.request.urlopen(URL + ".sha1", timeout=60) as response:
-            want = response.read().decode().split()[0]
-        digest = hashlib.sha1()
-        with urllib.request.urlopen(URL, timeout=60) as response, open(partial, "wb") as out:
-            while chunk := response.read(1 << 20):
-                digest.update(chunk)
-                out.write(chunk)
-        if digest.hexdigest() != want:
-            raise RuntimeError(f"{URL} did not match its SHA-1")
-        partial.rename(jar)
-    except OSError as error:
-        raise RuntimeError(f"could not download S3Proxy from Maven Central ({error})") from None
-    finally:
-        partial.unlink(missing_ok=True)
+    what, pins = f"S3Proxy {VERSION}", "devstack/download_checksums.py"
+    if not jar.exists():
+        try:
+            download(URL, jar, S3PROXY_JAR, what, pins)
+        except OSError as error:
+            raise RuntimeError(f"could not download S3Proxy from Maven Central ({error})") from None
+    check_folder(jar.parent, {JAR: S3PROXY_JAR}, what, pins, pattern=JAR)  # once, then stamped
     return jar
 
 
@@ -66,6 +57,9 @@ def setup() -> int:
     try:
         s3proxy_jar()
         return 0
+    except ChecksumMismatch as error:
+        print(error, file=sys.stderr)
+        return 1
     except RuntimeError as error:
         print(f"Setup failed: {error}. Check the network or proxy and run `make setup` again.", file=sys.stderr)
         return 1

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from devstack.ports import serving
+from lakehouse_assets.lib.errors import LakehouseError
 
 __all__ = [
     "kill_group",
@@ -204,8 +205,8 @@ def serve_in_foreground(
     SIGTERM. A start that fails is one line on stderr and exit code 1.
 
     :param name: the prefix of every line printed.
-    :param start: starts the server; raises RuntimeError (or TimeoutError) with one sentence
-        when it cannot.
+    :param start: starts the server; raises RuntimeError (or TimeoutError, or the framework's
+        LakehouseError) with one sentence when it cannot.
     :param stop: stops it (and deletes what it must not leave behind).
     :param ready_text: what ``make dev`` reads from ``ready_file`` once the server serves.
     :param ready_message: the line telling the user how to point runs at the server.
@@ -239,7 +240,7 @@ def serve_in_foreground(
             stop()
             start()
             print(f"{name}: serving again", flush=True)
-    except (RuntimeError, TimeoutError) as error:
+    except (RuntimeError, TimeoutError, LakehouseError) as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, SystemExit):

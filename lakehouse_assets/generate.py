@@ -25,7 +25,8 @@ from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.errors import RootUnusable
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.paths import LakehousePaths
 
 CATEGORIES = ["books", "electronics", "garden", "toys", "fashion", None]
 PAGES = ["/", "/search", "/product", "/cart", "/checkout"]

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lakehouse_assets.definitions import defs
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def _value(metadata: dict, key: str) -> object:

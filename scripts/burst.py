@@ -23,7 +23,7 @@ from pathlib import Path
 
 from devstack.dagster_dev import TRIED_AGAIN, delta_versions
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 BRONZE = ["bronze_events", "bronze_customers", "bronze_ad_impressions", "bronze_ad_clicks"]
 
@@ -87,12 +87,12 @@ def _tried_again(server, runs: list[dict]) -> int:
 def not_exact(engine_url: str, root: str) -> str:
     """Empty when every source's tables hold what the landed files say, else what differs."""
     import dagster as dg
-    from pyspark.sql import SparkSession
 
+    from lakehouse_assets.lib.spark.session import engine_session
     from lakehouse_assets_tests.support.contract import assert_every_source_exact
     from lakehouse_assets_tests.support.lakehouse import Lakehouse
 
-    spark = SparkSession.builder.remote(engine_url).create()
+    spark = engine_session(engine_url)
     try:
         assert_every_source_exact(Lakehouse(Path(root), spark, dg.DagsterInstance.ephemeral()))
         return ""

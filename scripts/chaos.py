@@ -47,7 +47,7 @@ from devstack.kafka_broker import KafkaBroker
 from devstack.ports import free_port
 from lakehouse_assets.generate import Generator, GeneratorOptions, generate
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import get_spark
 from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
 from lakehouse_assets_tests.support.expected import ExpectedEvents, expected_history, history_rows, scd2_row

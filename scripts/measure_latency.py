@@ -51,7 +51,7 @@ from devstack.dagster_dev import DagsterDev, delta_versions  # noqa: E402
 from devstack.kafka_broker import KafkaBroker  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines  # noqa: E402
-from lakehouse_assets.lib.settings import LakehousePaths  # noqa: E402
+from lakehouse_assets.lib.paths import LakehousePaths  # noqa: E402
 from scripts.burst import Round, burst_round  # noqa: E402
 
 GOLD = "gold_hourly_revenue"

@@ -43,7 +43,7 @@ def latency_server(workdir: Path) -> tuple:
     table exists (not measured)."""
     from devstack.dagster_dev import DagsterDev
     from devstack.kafka_broker import KafkaBroker
-    from lakehouse_assets.lib.settings import LakehousePaths
+    from lakehouse_assets.lib.paths import LakehousePaths
 
     paths = LakehousePaths(str(workdir / "latency" / "data"))
     broker = KafkaBroker(workdir / "latency" / "kafka").start()

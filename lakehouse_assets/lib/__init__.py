@@ -45,7 +45,7 @@ from lakehouse_assets.lib.errors import (
     LakehouseError,
     RootUnusable,
 )
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 # The Dagster adapter loads on first use: a Spark Connect engine's Python workers import the
 # declarations and the engine to run micro-batches, and need no Dagster (about 0.5 s each).

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from lakehouse_assets.lib.errors import RootUnusable
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,11 +47,21 @@ class Settings:
     new process (see :mod:`lakehouse_assets.lib.orchestrate.warm_runs`)."""
     class_archive_dump: str = ""
     """``LAKEHOUSE_CLASS_ARCHIVE_DUMP``: write a class archive to this path when the driver exits."""
+    pin_refresh: bool = False
+    """``LAKEHOUSE_PIN_REFRESH``: ``1`` keeps downloads whatever their SHA-256, only to compute new
+    pins after a version change (see :mod:`lakehouse_assets.lib.downloads`)."""
     spark_remote: str = ""
     """``SPARK_REMOTE`` (PySpark's own variable): the Spark Connect engine every run is a client
     of (``sc://127.0.0.1:15002``); empty runs an embedded session in the run's process."""
     engine_port: int = 15002
     """``LAKEHOUSE_ENGINE_PORT``: the port ``make engine`` serves Spark Connect on."""
+    engine_token_file: str = ""
+    """``LAKEHOUSE_ENGINE_TOKEN_FILE``: the file holding the engine's token, readable by this user
+    only; the engine is started with it and every client sends it (default:
+    ``$XDG_CONFIG_HOME/lakehouse_assets/engine-token``, ``~/.config`` without it)."""
+    engine_auth: bool = True
+    """``LAKEHOUSE_ENGINE_AUTH``: ``0`` starts the engine without a token, which only a loopback
+    address may then serve (any local process can use it)."""
     engine_cores: int = 0
     """``LAKEHOUSE_ENGINE_CORES``: the cores of the engine runs use, from which the run queue's
     limit is derived (:mod:`lakehouse_assets.lib.orchestrate.admission`); ``0``: this machine's."""
@@ -152,10 +160,13 @@ ENV_NAMES: dict[str, str] = {
     "jar_cache": "LAKEHOUSE_JAR_CACHE",
     "class_archive": "LAKEHOUSE_CLASS_ARCHIVE",
     "class_archive_dump": "LAKEHOUSE_CLASS_ARCHIVE_DUMP",
+    "pin_refresh": "LAKEHOUSE_PIN_REFRESH",
     "warm_workers": "LAKEHOUSE_WARM_WORKERS",
     "warm_runs": "LAKEHOUSE_WARM_RUNS",
     "spark_remote": "SPARK_REMOTE",
     "engine_port": "LAKEHOUSE_ENGINE_PORT",
+    "engine_token_file": "LAKEHOUSE_ENGINE_TOKEN_FILE",
+    "engine_auth": "LAKEHOUSE_ENGINE_AUTH",
     "engine_cores": "LAKEHOUSE_ENGINE_CORES",
     "sensor_interval_s": "LAKEHOUSE_SENSOR_INTERVAL_SECONDS",
     "sensor_settle_s": "LAKEHOUSE_SENSOR_SETTLE_SECONDS",
@@ -235,54 +246,8 @@ def user_cache(environ: Mapping[str, str] | None = None) -> Path:
     return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakehouse_assets"
 
 
-@dataclass(frozen=True)
-class LakehousePaths:
-    """Paths of tables, checkpoints and landing folders under one data root."""
-
-    root: str
-
-    @classmethod
-    def from_env(cls) -> LakehousePaths:
-        return cls(current().root)
-
-    @property
-    def is_local(self) -> bool:
-        return "://" not in self.root or self.root.startswith("file:")
-
-    def landing(self, source: str) -> str:
-        return f"{self.root}/landing/{source}"
-
-    def table(self, name: str) -> str:
-        return f"{self.root}/tables/{name}"
-
-    def checkpoint(self, name: str) -> str:
-        return f"{self.root}/checkpoints/{name}"
-
-    def check_root(self) -> None:
-        """Raise :class:`RootUnusable` (one sentence) when a local root cannot hold the lakehouse:
-        it is a file, cannot be created, or is not writable. Creates a missing one."""
-        if not self.is_local:
-            return
-        path = self.local_path(self.root)
-        if path.exists() and not path.is_dir():
-            raise RootUnusable(
-                f"LAKEHOUSE_ROOT={path} is a file, not a folder: point LAKEHOUSE_ROOT at a folder (it is created when missing)."
-            )
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise RootUnusable(
-                f"LAKEHOUSE_ROOT={path} cannot be created: {(error.strerror or 'error').lower()} at {error.filename}."
-            ) from None
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise RootUnusable(f"LAKEHOUSE_ROOT={path} is not writable by this user.")
-
-    def lock_file(self, table: str) -> Path | None:
-        """The OS lock every writer of ``table`` holds (local roots; None for object storage)."""
-        return self.local_path(self.checkpoint(".locks")) / f"{table}.lock" if self.is_local else None
-
-    def local_path(self, uri: str) -> Path:
-        """The local filesystem path of a URI under a local root."""
-        if not self.is_local:
-            raise ValueError(f"{uri} is not on the local filesystem")
-        return Path(uri.removeprefix("file://").removeprefix("file:"))
+def user_config(environ: Mapping[str, str] | None = None) -> Path:
+    """The per-user folder of this project's settings and secrets (``$XDG_CONFIG_HOME`` or
+    ``~/.config``, then ``lakehouse_assets``)."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "lakehouse_assets"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import sys
 import threading
@@ -19,12 +20,14 @@ import pytest
 
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
-from lakehouse_assets.lib.engine import batch as preloaded_module
 from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.engine import batch as preloaded_module
+from lakehouse_assets.lib.spark.engine_auth import token_file
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files, table_history
 from lakehouse_assets_tests.support.crash import materialize_in_child
 from lakehouse_assets_tests.support.expected import expected_history
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from lakehouse_assets_tests.support.processes import holding, processes_seen
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 CUSTOMERS = "bronze_customers,bronze_customers_quarantine,silver_customers,silver_customers_quarantine"
@@ -164,9 +167,9 @@ def _kill_when_batch_runs(engine: ConnectServer, log: Path, restart_after: float
 
 FORKED_QUERIES = """
 import os, sys
-from pyspark.sql import SparkSession
+from lakehouse_assets.lib.spark.session import engine_session
 
-spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+spark = engine_session(sys.argv[1])
 source, out = sys.argv[2], sys.argv[3]
 
 def record(batch, batch_id):
@@ -215,3 +218,31 @@ def test_streaming_workers_are_forked_warm_and_see_their_own_batches(tmp_path: P
     assert [rows for *_, rows in seen] == ["x,y,z"] * 3
     successors = {int(parent) for _, parent, command, _ in seen if "lib.spark.warm_workers" in command}
     assert successors and not successors & {parent for parent, _ in warm}, (warm, seen)
+
+
+@pytest.mark.slow
+def test_the_engine_serves_only_clients_that_send_its_token(tmp_path: Path, engine: ConnectServer) -> None:
+    """A client without the engine's token, or with another, is refused in one sentence; the
+    project's clients read the token from its file and are served; the
+    token is on no command line of the engine, its workers or its clients."""
+    token = token_file().read_text().strip()
+    assert stat.S_IMODE(token_file().stat().st_mode) == 0o600
+    other = tmp_path / "other-token"
+    other.write_text("not-the-engine-token\n")
+    other.chmod(0o600)
+    env = {**os.environ, "SPARK_REMOTE": engine.url, "LAKEHOUSE_ROOT": str(tmp_path / "lakehouse")}
+    query = [sys.executable, "-m", "lakehouse_assets.sql", "SELECT 41 + 1 AS answer"]
+    files = {"served": token_file(), "no token sent": tmp_path / "missing", "wrong token": other}
+    with processes_seen() as seen:
+        answers = {
+            why: subprocess.run(query, env={**env, "LAKEHOUSE_ENGINE_TOKEN_FILE": str(file)},
+                                capture_output=True, text=True, timeout=300)
+            for why, file in files.items()
+        }  # fmt: skip
+    served = answers.pop("served")
+    assert served.returncode == 0 and re.search(r"│\s*42\s*│", served.stdout), served.stderr[-2000:]
+    for why, refused in answers.items():
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+        assert f"the Spark engine refused this client ({why})" in refused.stderr, refused.stderr[-2000:]
+        assert "│" not in refused.stdout, refused.stdout  # no result table was printed
+    assert not holding(seen, [token]), "the engine's token is on a command line"

@@ -13,7 +13,7 @@ from lakehouse_assets.lib.engine import delta_log
 from lakehouse_assets.lib.engine.check_context import CheckContext
 from lakehouse_assets.lib.engine.check_rules import evaluate
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 CHECK = landed_lines_conserved(quarantine="lines_quarantine")
 

@@ -14,7 +14,7 @@ import pytest
 
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.framework.retention_pipeline.tables import archived
 
 pytestmark = pytest.mark.slow

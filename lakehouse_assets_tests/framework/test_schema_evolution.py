@@ -24,6 +24,7 @@ from lakehouse_assets.lib import (
 from lakehouse_assets.lib.declare.inputs import ddl_columns
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.orchestrate.markdown import escape
 from lakehouse_assets.lib.orchestrate.metadata import run_metadata
 from lakehouse_assets_tests.support.crash import materialize_in_child
 
@@ -127,7 +128,7 @@ def test_add_new_columns_grows_the_table_and_the_stream_downstream_follows(tmp_p
     second = run_table(spark, paths, table)
     assert "added column site string (first in b.jsonl)" in second.schema_changes
     assert any(c.startswith("added column extra struct") for c in second.schema_changes)
-    assert "added column site string" in run_metadata(second)["schema_changes"].value
+    assert escape("added column site string") in run_metadata(second)["schema_changes"].value
     down = run_table(spark, paths, doubled)
     assert any("site" in c for c in down.schema_changes), down.schema_changes
     run_table(spark, paths, per_site)  # its first run reads the whole change feed, across the change

@@ -13,7 +13,7 @@ import pytest
 from devstack.dagster_dev import DagsterDev
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.support.browser import SCREENSHOTS, body_text, shown_names, wait_until
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.support.expected import ExpectedEvents
 
 

@@ -15,7 +15,7 @@ import pytest
 from devstack.dagster_dev import isolated_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")

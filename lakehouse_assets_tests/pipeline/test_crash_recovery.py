@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
 from lakehouse_assets_tests.support.crash import materialize_in_child

@@ -6,8 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from pathlib import Path
 from datetime import UTC, datetime
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -15,10 +15,11 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from lakehouse_assets.generate import GeneratorOptions, generate
+from lakehouse_assets.lib.orchestrate.markdown import escape
 from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE
-from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
 from lakehouse_assets_tests.support.expected import file_lines
+from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
 
 EVENTS_CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 START = datetime(2026, 11, 20, 10, tzinfo=UTC)
@@ -144,7 +145,7 @@ def test_metadata_describes_the_table_at_its_recorded_version(runs: dict, run: s
         schema = [(c.name, c.type) for c in meta["dagster/column_schema"].columns]
         assert schema == [(f.name, f.dataType.simpleString()) for f in table.schema.fields], asset
         header, _, *rows = meta["preview"].splitlines()
-        assert header == "| " + " | ".join(table.columns) + " |", asset
+        assert header == "| " + " | ".join(escape(c) for c in table.columns) + " |", asset
         assert 1 <= len(rows) <= 5 if meta["dagster/row_count"] else not rows, asset
 
 

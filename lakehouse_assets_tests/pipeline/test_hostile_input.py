@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from lakehouse_assets.lib.orchestrate.markdown import escape
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
+from lakehouse_assets_tests.support.lakehouse import Lakehouse
 
 CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 
@@ -133,7 +134,7 @@ def test_a_folder_in_the_landing_folder_is_not_skipped_without_a_word(ingested: 
     assert "will not be ingested" in warned[0] and "folders are not read" in warned[0]
     bronze = ingested.result.asset_materializations_for_node("bronze_events")  # type: ignore[attr-defined]
     metadata = next(m.metadata for m in bronze if m.asset_key.to_user_string() == "bronze_events")
-    assert "folder-named-like-data.jsonl/" in metadata["warnings"].value
+    assert escape("folder-named-like-data.jsonl/") in metadata["warnings"].value
 
 
 def test_a_corrupt_gzip_is_set_aside_and_the_rest_flows_in_the_same_run(lakehouse: Lakehouse) -> None:

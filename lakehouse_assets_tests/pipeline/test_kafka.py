@@ -28,7 +28,7 @@ from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.support.crash import materialize_in_child
 from lakehouse_assets_tests.support.expected import ExpectedEvents
 from lakehouse_assets_tests.support.runs import assert_events_exact

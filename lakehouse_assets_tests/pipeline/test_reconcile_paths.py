@@ -19,7 +19,7 @@ from delta.tables import DeltaTable
 from lakehouse_assets.lib.declare.checks import CheckOutcome, ReconcilesWith
 from lakehouse_assets.lib.engine import reconcile
 from lakehouse_assets.lib.engine.check_context import CheckContext
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 RULE = ReconcilesWith(
     other="silver",

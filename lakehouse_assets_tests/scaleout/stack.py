@@ -17,8 +17,9 @@ from devstack.s3server import S3Server
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.delta_log import delta_version
-from lakehouse_assets.lib.settings import LakehousePaths, current
-from lakehouse_assets.lib.spark.object_store import s3a_conf
+from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.spark.object_store import s3a_conf, s3a_secrets
 from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
 from lakehouse_assets_tests.support.reference import ALL_TABLES
 
@@ -70,5 +71,5 @@ def read_bucket_through(spark: SparkSession) -> None:
     """Let the tests' own (embedded) session read the bucket: the s3a settings on its Hadoop
     configuration, which Delta's reads use (session settings do not reach it)."""
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    for key, value in s3a_conf(current()).items():
+    for key, value in (s3a_conf(current()) | s3a_secrets(current())).items():
         hadoop.set(key.removeprefix("spark.hadoop."), value)

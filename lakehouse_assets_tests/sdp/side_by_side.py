@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from lakehouse_assets.lib.settings import REPO_ROOT
+from lakehouse_assets.lib.spark.engine_auth import client_environment
 
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 SDP_FILES = ("bronze.py", "silver_orders.py", "gold_revenue.py")
@@ -63,15 +64,18 @@ def _client_env() -> dict[str, str]:
 
 def create_sdp_database(remote: str) -> None:
     """The database SDP's datasets go to, on the engine at ``remote`` (SDP does not create it)."""
-    create = f"from pyspark.sql import SparkSession as S; S.builder.remote({remote!r}).create().sql('CREATE SCHEMA IF NOT EXISTS {SDP_DATABASE}')"
-    subprocess.run([sys.executable, "-c", create], env=_client_env(), check=True, capture_output=True, timeout=300)
+    address, token = client_environment(remote)
+    create = f"from pyspark.sql import SparkSession as S; S.builder.remote({address!r}).create().sql('CREATE SCHEMA IF NOT EXISTS {SDP_DATABASE}')"
+    subprocess.run([sys.executable, "-c", create], env=_client_env() | token, check=True, capture_output=True, timeout=300)
 
 
 def run_spark_pipelines(project: Path, remote: str) -> tuple[float, str]:
-    """``spark-pipelines run`` against the engine at ``remote``: (seconds, its output)."""
-    env = _client_env()
+    """``spark-pipelines run`` against the engine at ``remote``: (seconds, its output). PySpark's
+    own tool gets the engine's token in the variable it reads, not on its command line."""
+    address, token = client_environment(remote)
+    env = _client_env() | token
     create_sdp_database(remote)
-    command = [str(SPARK_PIPELINES), "run", "--spec", str(project / "spark-pipeline.yml"), "--remote", remote]
+    command = [str(SPARK_PIPELINES), "run", "--spec", str(project / "spark-pipeline.yml"), "--remote", address]
     started = time.monotonic()
     done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
     seconds = time.monotonic() - started

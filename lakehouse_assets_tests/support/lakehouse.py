@@ -9,7 +9,7 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.definitions import build_definitions
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 @dataclass

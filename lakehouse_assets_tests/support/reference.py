@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 # Columns that legitimately differ between two correct runs: when a row was ingested.
 VOLATILE = {"_ingested_at"}

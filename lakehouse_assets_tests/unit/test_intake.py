@@ -22,7 +22,7 @@ from lakehouse_assets.lib.engine.intake.retention import clean, prune_archive
 from lakehouse_assets.lib.engine.intake.set_aside import finish_moves, retaken_name, set_aside, take_back
 from lakehouse_assets.lib.engine.intake.width import beyond_width
 from lakehouse_assets.lib.errors import DeclarationError, LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 pytestmark = pytest.mark.unit
 LIMITS = Limits(max_file_bytes=10 << 20, max_line_bytes=1 << 20, max_columns=5)

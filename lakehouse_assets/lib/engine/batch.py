@@ -23,7 +23,7 @@ from lakehouse_assets.lib.engine.report import ExpectationSplit, RunReport, samp
 from lakehouse_assets.lib.engine.table_lease import current_fence
 from lakehouse_assets.lib.engine.writes import BatchWrite, append_batch, write_batch
 from lakehouse_assets.lib.errors import ExpectationFailed
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 @dataclass(frozen=True)

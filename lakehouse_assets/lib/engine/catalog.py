@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.engine import delta_log, storage
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def quoted(name: str) -> str:

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from lakehouse_assets.lib.declare.checks import CheckOutcome
 from lakehouse_assets.lib.engine import delta_log
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 @dataclass

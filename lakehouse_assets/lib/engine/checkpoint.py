@@ -14,7 +14,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.outputs import delta_output_paths
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def query_checkpoint(paths: LakehousePaths, table: TableSpec) -> str:

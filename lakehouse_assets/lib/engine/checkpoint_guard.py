@@ -26,7 +26,7 @@ from lakehouse_assets.lib.engine import delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import once_done_marker, query_checkpoint, started_marker
 from lakehouse_assets.lib.engine.outputs import delta_output_paths
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def _made_progress(paths: LakehousePaths, flow: TableSpec) -> bool:

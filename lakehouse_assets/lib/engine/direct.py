@@ -21,7 +21,7 @@ from lakehouse_assets.lib.engine import delta_log, faults, storage
 from lakehouse_assets.lib.engine.checkpoint import uncommitted_batch
 from lakehouse_assets.lib.engine.query import await_query
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def writes_directly(paths: LakehousePaths, flow: TableSpec) -> bool:

@@ -6,8 +6,9 @@ import re
 from urllib.parse import unquote
 
 from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.spark.engine_auth import token_file
 
-__all__ = ["LakehouseError", "engine_lost", "short_error", "unreadable_file"]
+__all__ = ["LakehouseError", "engine_lost", "engine_refused", "short_error", "unreadable_file"]
 
 
 def _with_causes(error: BaseException) -> str:
@@ -53,8 +54,24 @@ def unreadable_file(error: BaseException) -> str | None:
     return unquote(found.group(1)) if found else None
 
 
+def engine_refused(error: BaseException) -> str | None:
+    """One sentence when the Spark Connect engine refused this client's token (missing or not
+    the engine's); None for any other error."""
+    text = _with_causes(error)
+    if "UNAUTHENTICATED" not in text and "authentication token" not in text:
+        return None
+    return (
+        f"the Spark engine refused this client ({'no token sent' if 'No authentication' in text else 'wrong token'}): "
+        f"clients send the token in {token_file()}, so set LAKEHOUSE_ENGINE_TOKEN_FILE to the file the engine "
+        "was started with"
+    )
+
+
 def short_error(error: BaseException) -> str:
     """The useful part of a streaming failure: our own message, else Spark's first lines."""
+    refused = engine_refused(error)
+    if refused:
+        return refused
     text = _with_causes(error)
     if any(
         m in text

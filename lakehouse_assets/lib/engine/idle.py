@@ -13,7 +13,8 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 
 def idle_stream_input(offsets: list[str], committed: bool, latest_version: int | None, table_id: str | None) -> bool:

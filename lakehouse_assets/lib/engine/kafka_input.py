@@ -27,7 +27,8 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 
 class FlowSkipped(LakehouseError):

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 IN_PROGRESS_PREFIXES = ("_", ".")
 # A reader option of Spark's file sources: paths given are read as names, never as glob patterns

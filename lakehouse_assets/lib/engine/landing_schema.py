@@ -35,7 +35,7 @@ from lakehouse_assets.lib.engine.landing_inference import (
 )
 from lakehouse_assets.lib.engine.landing_names import landing_folder
 from lakehouse_assets.lib.errors import LakehouseError, LandedFileUnreadable
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 Log = Callable[[str], None]
 # The modes under which landed files' new fields are looked for: to add them, or to refuse them.

@@ -21,7 +21,7 @@ from lakehouse_assets.lib.engine.checkpoint_guard import remember_progress
 from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def run_once(

@@ -9,7 +9,7 @@ from functools import singledispatch
 
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, TableSink
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 @singledispatch

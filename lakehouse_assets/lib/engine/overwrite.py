@@ -25,7 +25,7 @@ from lakehouse_assets.lib.engine.checkpoint import ensure_table
 from lakehouse_assets.lib.engine.read import read_inputs
 from lakehouse_assets.lib.engine.report import RunReport, sample_written
 from lakehouse_assets.lib.engine.snapshot_cdc import apply_snapshot, stored_schema
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def _state_file(paths: LakehousePaths, table: TableSpec) -> str:

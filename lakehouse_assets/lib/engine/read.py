@@ -25,7 +25,8 @@ from lakehouse_assets.lib.engine.kafka_input import read_kafka
 from lakehouse_assets.lib.engine.landing_names import as_landed, landing_folder
 from lakehouse_assets.lib.engine.landing_schema import evolve_schema, schema_folder, stored_schema
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 Log = Callable[[str], None]
 

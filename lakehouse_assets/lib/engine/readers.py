@@ -36,7 +36,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import delta_log, storage
 from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 SAFETY_MARGIN_HOURS = 1
 """Added to the age of the oldest unread version: writers' clocks, a long transaction."""

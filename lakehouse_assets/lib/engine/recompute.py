@@ -23,7 +23,7 @@ from lakehouse_assets.lib.engine.ledger import BatchLedger
 from lakehouse_assets.lib.engine.report import RunReport, sample_written
 from lakehouse_assets.lib.engine.table_lease import current_fence
 from lakehouse_assets.lib.engine.writes import BatchWrite, by_keys, replace_rows_for_keys
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 CDF_COLUMNS = ["_change_type", "_commit_version", "_commit_timestamp"]
 

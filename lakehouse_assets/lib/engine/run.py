@@ -37,7 +37,7 @@ from lakehouse_assets.lib.engine.recompute import prepare_recompute
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.errors import LandedFileUnreadable, UnexaminedFile
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings
 
 Log = Callable[[str], None]

@@ -22,7 +22,8 @@ from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.lease_store import S3LeaseStore
 from lakehouse_assets.lib.engine.table_lease import OnWait, TableLease
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths, Settings, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import Settings, current
 
 LEASE_SCHEMES = ("s3a", "s3")
 

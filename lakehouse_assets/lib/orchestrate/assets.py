@@ -13,13 +13,14 @@ from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.errors import engine_lost
+from lakehouse_assets.lib.engine.errors import engine_lost, engine_refused
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, RootUnusable
 from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
 from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.session import SparkResource
 
 KINDS = {"spark", "delta"}
@@ -230,7 +231,7 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
         except LakehouseError as error:
             raise dg.Failure(description=str(error)) from None
         except Exception as error:
-            lost = engine_lost(error, current().spark_remote)
+            lost = engine_lost(error, current().spark_remote) or engine_refused(error)
             if lost is None:
                 raise
             raise dg.Failure(description=f"{table.name}: {lost}") from None

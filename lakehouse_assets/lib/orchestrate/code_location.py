@@ -22,7 +22,7 @@ from lakehouse_assets.lib.orchestrate.maintenance import build_maintenance_jobs
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.schedules import build_maintenance_schedules, build_refresh_schedule
 from lakehouse_assets.lib.orchestrate.sensors import build_landing_sensor
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import spark_resource
 
 AUTOMATION_SENSOR = "lakehouse_automation"

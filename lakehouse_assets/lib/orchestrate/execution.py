@@ -29,7 +29,8 @@ from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, first_line
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 CHECK_THREADS = 4
 # After a table of this process gave up on an unreachable engine, the run's next tables within

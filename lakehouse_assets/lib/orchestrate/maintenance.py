@@ -37,7 +37,7 @@ from lakehouse_assets.lib.engine.readers import (
 )
 from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 MAINTENANCE_TAG = "lakehouse/maintenance"
 SAFE_RETENTION_HOURS = 168  # Delta's own default: 7 days

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.engine import delta_log
 from lakehouse_assets.lib.engine.report import RunReport, WrittenSample, sample_written
+from lakehouse_assets.lib.orchestrate import markdown
 
 # What describes the table's content, so it can be carried over while the version stands still.
 CONTENT_KEYS = ("dagster/row_count", "dagster/column_schema", "preview")
@@ -36,17 +37,6 @@ def describe_columns(
     return dg.TableSchema(
         columns=[dg.TableColumn(c.name, c.type, description=known.get(c.name, c.description)) for c in schema.columns]
     )
-
-
-def markdown_preview(rows: list[dict[str, Any]], columns: list[str], width: int = 40) -> str:
-    def cell(value: Any) -> str:
-        text = "" if value is None else str(value)
-        text = text.replace("|", "\\|").replace("\n", " ")
-        return text if len(text) <= width else text[: width - 1] + "…"
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def table_metadata(
@@ -96,7 +86,7 @@ def table_metadata(
         "dagster/column_schema": dg.TableSchema(
             columns=[dg.TableColumn(f.name, f.dataType.simpleString()) for f in sample.schema.fields]
         ),
-        "preview": dg.MetadataValue.md(markdown_preview(sample.rows, sample.schema.fieldNames())),
+        "preview": dg.MetadataValue.md(markdown.table(sample.rows, sample.schema.fieldNames())),
         **base,
     }
 
@@ -133,9 +123,9 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
     if report.refresh:
         metadata["refresh"] = report.refresh
     if report.schema_changes:
-        metadata["schema_changes"] = dg.MetadataValue.md("\n".join(f"- {c}" for c in report.schema_changes))
+        metadata["schema_changes"] = dg.MetadataValue.md(markdown.bullet_list(report.schema_changes))
     if report.warnings:
-        metadata["warnings"] = dg.MetadataValue.md("\n".join(f"- {w}" for w in report.warnings))
+        metadata["warnings"] = dg.MetadataValue.md(markdown.bullet_list(report.warnings))
     for name, failed in sorted(report.expectation_failures.items()):
         metadata[f"expectation/{name}/failed"] = failed
         metadata[f"expectation/{name}/passed"] = report.expectation_rows - failed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 class LakehouseResource(dg.ConfigurableResource):

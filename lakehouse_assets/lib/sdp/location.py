@@ -7,8 +7,8 @@ from pathlib import Path
 import dagster as dg
 
 from lakehouse_assets.lib.orchestrate.code_location import build_definitions
+from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
-from lakehouse_assets.lib.settings import LakehousePaths
 
 
 def load_spark_pipeline(

@@ -12,7 +12,8 @@ from typing import Any
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
-from lakehouse_assets.lib.spark.object_store import CREDENTIAL_PROVIDER, SECRET_KEYS, s3a_conf
+from lakehouse_assets.lib.spark.launch_secrets import is_local_master
+from lakehouse_assets.lib.spark.object_store import CREDENTIAL_PROVIDER, s3a_conf
 
 
 def spark_conf(
@@ -23,6 +24,7 @@ def spark_conf(
 ) -> dict[str, Any]:
     """Spark settings: Delta extensions, UTC, no UI, sized for ``local[*]`` on a few cores; a
     local driver maps its classes from the setup-time class archive (:mod:`.class_archive`).
+    They hold no credential, because they go on spark-submit's command line (:mod:`.launch_secrets`).
 
     ``SPARK_MASTER`` overrides the master; ``SPARK_SHUFFLE_PARTITIONS`` the shuffle width;
     ``SPARK_LISTING_PARALLELISM`` the tasks that list files read by path (local masters);
@@ -36,7 +38,7 @@ def spark_conf(
     settings = current()
     master = master or (extra or {}).get("spark.master") or settings.spark_master
     # One JVM only: local-cluster[...] has executor JVMs of its own, which need spark.jars.
-    local = master == "local" or master.startswith("local[")
+    local = is_local_master(master)
     jars = cached_jars() if require_jars else []
     # A JVM whose default zone is not UTC makes Delta verify each commit's checksum of a small
     # table by rebuilding its state (allFilesInCrc.verificationMode.forceOnNonUTC): the session's
@@ -81,10 +83,10 @@ def spark_conf(
         **s3a_conf(settings),
     }
     if local:
-        # A local driver reads the credentials from its environment (S3A's default chain), as
-        # PySpark would otherwise put them on the JVM's command line for every user to see.
-        for key in (CREDENTIAL_PROVIDER, *SECRET_KEYS):
-            conf.pop(key, None)
+        # A local driver reads the credentials from its environment (S3A's default chain); any
+        # other gets them from a private file at launch (launch_secrets), never from here: these
+        # settings go on spark-submit's command line, for every user to see.
+        conf.pop(CREDENTIAL_PROVIDER, None)
     if master.startswith("local"):
         # A local driver talks only to itself: bind to loopback, never to a public interface.
         conf["spark.driver.bindAddress"] = settings.spark_local_ip

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from lakehouse_assets.lib.settings import REPO_ROOT, current
 from lakehouse_assets.lib.spark.conf import spark_conf
-from lakehouse_assets.lib.spark.object_store import SECRET_KEYS
+from lakehouse_assets.lib.spark.engine_auth import TOKEN_VARIABLE, check_binding
+from lakehouse_assets.lib.spark.launch_secrets import launch_secrets, properties_arguments, write_private_properties
 from lakehouse_assets.lib.spark.warm_workers import launcher_path
 
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -26,9 +27,15 @@ def connect_server_command(
 ) -> list[str]:
     """``spark-submit`` of the Connect server on 127.0.0.1:``port`` with :func:`spark_conf`
     (and ``extra`` settings over it). Credentials go to ``secrets_file`` (a properties file
-    only this user reads), never onto the command line that ``ps`` shows."""
+    only this user reads, :mod:`.launch_secrets`), never onto the command line that ``ps`` shows.
+
+    :param port: the port to serve on.
+    :param master: the Spark master (default ``SPARK_MASTER``).
+    :param extra: Spark settings over the project's.
+    :param secrets_file: a new file for the credentials a master with executors needs.
+    """
     conf = spark_conf(master=master, class_archive_ok=False, extra=extra)
-    secret = {key: conf.pop(key) for key in SECRET_KEYS if key in conf}
+    secret = launch_secrets(str(conf["spark.master"]))
     if secret and secrets_file is None:
         raise ValueError("connect_server_command: credentials are configured but no secrets_file was given")
     conf |= {
@@ -44,20 +51,26 @@ def connect_server_command(
     command = [str(spark_submit), "--class", CONNECT_SERVER]
     if secret:
         assert secrets_file is not None
-        secrets_file.touch(mode=0o600)
-        secrets_file.write_text("".join(f"{key} {value}\n" for key, value in secret.items()))
-        command += ["--properties-file", str(secrets_file)]
+        write_private_properties(secrets_file, secret)
+        command += properties_arguments(secrets_file)
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     return command
 
 
-def connect_server_env(master: str | None = None) -> dict[str, str]:
+def connect_server_env(master: str | None = None, token: str | None = None) -> dict[str, str]:
     """The server's environment: its Python workers (``foreachBatch`` handlers, UDFs) run this
     virtualenv's Python and import this checkout, like the clients; with a local master, through
-    the warm-worker launcher (:mod:`lakehouse_assets.lib.spark.warm_workers`)."""
+    the warm-worker launcher (:mod:`lakehouse_assets.lib.spark.warm_workers`). The token goes in
+    the variable Spark reads (:mod:`.engine_auth`), never on the command line.
+
+    :param master: the Spark master (default ``SPARK_MASTER``).
+    :param token: the token clients must send; None serves anyone, on a loopback address only.
+    :raises EngineAccessError: no token, and ``SPARK_LOCAL_IP`` is not a loopback address.
+    """
     settings = current()
-    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    check_binding(settings.spark_local_ip, token)
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", TOKEN_VARIABLE)}
     python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     local = (master or settings.spark_master).startswith("local")
     env |= {
@@ -67,5 +80,6 @@ def connect_server_env(master: str | None = None) -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(python_path),
         "SPARK_LOCAL_IP": settings.spark_local_ip,
+        **({TOKEN_VARIABLE: token} if token else {}),
     }
     return env

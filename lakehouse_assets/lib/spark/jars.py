@@ -5,6 +5,8 @@ at setup time into a local cache.
 keeps only the jars Spark does not already ship, so a run needs no network. The cache is per
 user, like pip's and Ivy's (``$XDG_CACHE_HOME/lakehouse_assets/spark-jars/<packages>``, or
 ``LAKEHOUSE_JAR_CACHE``): every clone and virtualenv of the same versions shares one download.
+Every jar kept must have the SHA-256 committed in :mod:`.jar_checksums`
+(:mod:`lakehouse_assets.lib.downloads`), or setup stops naming it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from pathlib import Path
 
 import pyspark
 
+from lakehouse_assets.lib.downloads import ChecksumMismatch, check_folder
 from lakehouse_assets.lib.errors import first_line
 from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
+from lakehouse_assets.lib.spark.jar_checksums import SPARK_JARS
 
 DELTA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
@@ -42,6 +46,7 @@ MAVEN_PACKAGES = [
     ),
 ]
 MAVEN_EXCLUDES = ["software.amazon.awssdk:bundle", "org.wildfly.openssl:wildfly-openssl"]
+PINS = "lakehouse_assets/lib/spark/jar_checksums.py"
 
 
 def jar_cache_dir() -> Path:
@@ -124,24 +129,47 @@ def resolve() -> list[Path]:
     for jar in sorted((ivy / "jars").glob("*.jar")):
         if _artifact_name(jar, from_ivy=True) not in spark_jars:
             shutil.copy2(jar, staging / jar.name)
-    (staging / "MANIFEST").write_text(_manifest())
     shutil.rmtree(ivy, ignore_errors=True)
+    try:
+        check_pinned(staging)
+    except ChecksumMismatch:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    (staging / "MANIFEST").write_text(_manifest())
     shutil.rmtree(cache, ignore_errors=True)
     staging.rename(cache)
     return sorted(cache.glob("*.jar"))
 
 
+def check_pinned(folder: Path) -> None:
+    """Refuse ``folder`` unless its jars are exactly those pinned in :mod:`.jar_checksums`.
+
+    :param folder: the downloaded jars.
+    :raises ChecksumMismatch: one sentence naming the jar.
+    """
+    check_folder(folder, SPARK_JARS, "a jar of Delta Lake, Kafka, Avro or S3 for Spark", PINS)
+
+
 def main() -> int:
     try:
         cached_jars()
-        return 0
     except RuntimeError:
         pass
+    else:
+        try:
+            check_pinned(jar_cache_dir())  # a cache filled before the pins: checked once
+        except ChecksumMismatch as error:
+            print(error, file=sys.stderr)
+            return 1
+        return 0
     log = REPO_ROOT / ".cache" / "setup.log"
     print(f"setup: resolving {', '.join(MAVEN_PACKAGES)} from Maven Central (log: {log})", flush=True)
     try:
         with _output_to(log):
             kept = resolve()
+    except ChecksumMismatch as error:
+        print(error, file=sys.stderr)
+        return 1
     except Exception as error:  # noqa: BLE001 - turn a JVM/Ivy failure into one sentence
         print(
             "Setup failed: could not download Delta Lake's, Kafka's, Avro's and S3's jars from Maven Central "

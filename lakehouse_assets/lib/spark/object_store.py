@@ -13,25 +13,34 @@ from typing import Any
 
 from lakehouse_assets.lib.settings import Settings
 
-# Settings holding credentials: kept off command lines (the engine's properties file, or the
-# environment of a local driver).
 CREDENTIAL_PROVIDER = "spark.hadoop.fs.s3a.aws.credentials.provider"
+# Settings holding credentials: never on a command line (see :mod:`.launch_secrets`).
 SECRET_KEYS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key", "spark.hadoop.fs.s3a.session.token")
 
 
+def s3a_secrets(settings: Settings) -> dict[str, str]:
+    """The ``spark.hadoop.fs.s3a.*`` settings holding the configured credentials (empty without
+    ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY``).
+
+    :param settings: the settings in effect.
+    """
+    if not (settings.s3_access_key and settings.s3_secret_key):
+        return {}
+    return {
+        SECRET_KEYS[0]: settings.s3_access_key,
+        SECRET_KEYS[1]: settings.s3_secret_key,
+        **({SECRET_KEYS[2]: settings.s3_session_token} if settings.s3_session_token else {}),
+    }
+
+
 def s3a_conf(settings: Settings) -> dict[str, Any]:
-    """``spark.hadoop.fs.s3a.*`` settings for the configured endpoint and credentials (empty
-    when neither is configured: hadoop-aws's defaults then reach AWS)."""
+    """``spark.hadoop.fs.s3a.*`` settings for the configured endpoint and the provider of the
+    configured credentials, none of them secret (empty when neither is configured: hadoop-aws's
+    defaults then reach AWS). The credentials themselves are :func:`s3a_secrets`."""
     conf: dict[str, Any] = {}
     if settings.s3_access_key and settings.s3_secret_key:
-        temporary = bool(settings.s3_session_token)
-        provider = "TemporaryAWSCredentialsProvider" if temporary else "SimpleAWSCredentialsProvider"
-        conf |= {
-            CREDENTIAL_PROVIDER: f"org.apache.hadoop.fs.s3a.{provider}",
-            SECRET_KEYS[0]: settings.s3_access_key,
-            SECRET_KEYS[1]: settings.s3_secret_key,
-            **({SECRET_KEYS[2]: settings.s3_session_token} if temporary else {}),
-        }
+        provider = "TemporaryAWSCredentialsProvider" if settings.s3_session_token else "SimpleAWSCredentialsProvider"
+        conf[CREDENTIAL_PROVIDER] = f"org.apache.hadoop.fs.s3a.{provider}"
     if settings.s3_endpoint:
         conf |= {
             "spark.hadoop.fs.s3a.endpoint": settings.s3_endpoint,

@@ -19,6 +19,8 @@ from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.errors import DeclarationError, first_line
 from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.conf import spark_conf
+from lakehouse_assets.lib.spark.engine_auth import client_token, client_url
+from lakehouse_assets.lib.spark.launch_secrets import embedded_driver_secrets
 
 ENGINE_RETRIES = 6  # about 12 s of back-off before a run reports the engine unreachable
 
@@ -29,17 +31,33 @@ def get_spark(extra: dict[str, Any] | None = None) -> SparkSession:
     embedded session created with :func:`spark_conf` on first use."""
     remote = current().spark_remote
     if remote:
-        return _engine_client(remote)
+        return engine_client(remote)
+    conf = spark_conf(extra=extra)
     builder = SparkSession.builder
-    for key, value in spark_conf(extra=extra).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with embedded_driver_secrets(str(conf["spark.master"])):  # credentials off the command line
+        return builder.getOrCreate()
 
 
-def _engine_client(remote: str) -> SparkSession:
+def engine_session(remote: str) -> SparkSession:
+    """A new Spark Connect session on the engine at ``remote``, sending the engine's token
+    (:mod:`.engine_auth`); for scripts and tools, with PySpark's own retry policy.
+
+    :param remote: the engine's ``sc://host:port`` URL.
+    """
+    return SparkSession.builder.remote(client_url(remote, client_token())).create()
+
+
+def engine_client(remote: str) -> SparkSession:
+    """The process's session on the engine at ``remote`` (the one it has, else a new one), with
+    the engine's token, and retries that give up on an unreachable engine after ~12 s.
+
+    :param remote: the engine's ``sc://host:port`` URL.
+    """
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    spark = SparkSession.builder.remote(remote).getOrCreate()
+    spark = SparkSession.builder.remote(client_url(remote, client_token())).getOrCreate()
     # The run reports an unreachable engine in its own words (engine.errors.engine_lost).
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     # PySpark retries an unreachable engine for at least 10 minutes; a run should say so sooner.
@@ -56,7 +74,7 @@ def renew_spark(session: SparkSession) -> SparkSession:
         return session
     with contextlib.suppress(Exception):  # the engine that held it may be gone
         session.stop()
-    return _engine_client(remote)
+    return engine_client(remote)
 
 
 @contextlib.contextmanager

@@ -26,7 +26,8 @@ from lakehouse_assets.lib.engine.intake.set_aside import finish_moves, set_aside
 from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, landing_folder
 from lakehouse_assets.lib.engine.source_log import planned_files, seen_files_of
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 Log = Callable[[str], None]
 

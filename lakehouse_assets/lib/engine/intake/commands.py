@@ -11,7 +11,7 @@ from lakehouse_assets.lib.engine.intake.entries import SET_ASIDE_FOLDER
 from lakehouse_assets.lib.engine.intake.ledger import SetAside
 from lakehouse_assets.lib.engine.intake.set_aside import take_back
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 
 @dataclass(frozen=True)

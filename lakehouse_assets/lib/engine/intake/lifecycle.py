@@ -17,7 +17,8 @@ from lakehouse_assets.lib.engine.intake.admission import Intake, admit_input, la
 from lakehouse_assets.lib.engine.intake.set_aside import record_in_quarantine, set_aside, take_back
 from lakehouse_assets.lib.engine.landing_schema import schema_folder
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.settings import LakehousePaths, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 Log = Callable[[str], None]
 

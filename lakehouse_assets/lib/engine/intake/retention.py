@@ -21,7 +21,7 @@ from lakehouse_assets.lib.declare.ddl import duration
 from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.engine import faults, storage
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, IntakeState
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 Log = Callable[[str], None]
 

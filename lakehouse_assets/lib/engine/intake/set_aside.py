@@ -23,7 +23,7 @@ from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, SetAside
 from lakehouse_assets.lib.engine.landing_names import expand_globs, matches
 from lakehouse_assets.lib.engine.writes import BatchWrite, append_batch
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import LakehousePaths
+from lakehouse_assets.lib.paths import LakehousePaths
 
 Log = Callable[[str], None]
 REASON = "_set_aside_reason"
