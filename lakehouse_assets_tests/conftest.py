@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,29 @@ def module_lakehouse(tmp_path_factory: pytest.TempPathFactory, spark: SparkSessi
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SPARK_LOG_LEVEL", "ERROR")
+
+
+# No test may take the suite's time with it: past this, the test fails where it waits (its
+# stacks were dumped by faulthandler_timeout, pyproject.toml, five minutes earlier).
+TEST_TIME_LIMIT_S = int(os.environ.get("LAKEHOUSE_TEST_TIME_LIMIT_S", "1200"))
+
+
+class TestTimeLimit(Exception):
+    pass
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    def expire(signum: int, frame: object) -> None:
+        raise TestTimeLimit(f"{item.nodeid} passed its limit of {TEST_TIME_LIMIT_S}s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(TEST_TIME_LIMIT_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture

@@ -77,13 +77,13 @@ def expected(records: list[object], columns: dict[str, type], rescue_new: bool) 
     out = []
     for record in records:
         if not isinstance(record, dict):
-            out.append({**{c: None for c in columns}, "_rescued_data": json.dumps({"_corrupt_record": record}, separators=(",", ":"))})
+            out.append({**dict.fromkeys(columns), "_rescued_data": json.dumps({"_corrupt_record": record}, separators=(",", ":"))})
             continue
         row, rescued = {}, {}
         for column, kind in columns.items():
             value = record.get(column)
             kinds = (float, int) if kind is float else kind
-            fits = value is None or isinstance(value, kinds) and not isinstance(value, bool)
+            fits = value is None or (isinstance(value, kinds) and not isinstance(value, bool))
             row[column] = (float(value) if kind is float and value is not None else value) if fits else None
             if not fits:
                 rescued[column] = value
@@ -295,3 +295,19 @@ def test_avro_files_evolve_as_their_writer_schemas_say(tmp_path: Path, spark: Sp
     with pytest.raises(LakehouseError, match=r"e\.avro has field unit string where .*d\.avro has int"):
         run_table(spark, paths, avro_readings)
     assert rows_of(spark, paths, "readings") == want
+
+
+def test_keys_that_look_like_sql_are_names_only(tmp_path: Path, spark: SparkSession) -> None:
+    """A landed key holding a back-quote or a dot becomes a column of that very name: quoted
+    wherever it reaches SQL (the inferred schema's DDL, the parse, the table's columns). Delta
+    itself refuses ' ,;{}()=' in a name without column mapping."""
+    paths = LakehousePaths(str(tmp_path / "root"))
+    odd = {"id": "1", "a`b": 2, "c.d": "x", "e-f": True}
+    land(paths, "a.jsonl", [odd, {"id": "2"}])
+    run_table(spark, paths, readings(None))
+    rows = {r["id"]: r.asDict() for r in spark.read.format("delta").load(paths.table("readings")).collect()}
+    assert rows["1"]["a`b"] == 2 and rows["1"]["c.d"] == "x" and rows["1"]["e-f"] is True
+    assert rows["2"]["a`b"] is None
+    land(paths, "b.jsonl", [{"id": "3", "g`h": 1}])  # a new one evolves the schema too
+    run_table(spark, paths, readings(None))
+    assert spark.read.format("delta").load(paths.table("readings")).where("id = '3'").first()["g`h"] == 1

@@ -6,7 +6,6 @@ and no traceback. The commands run as a user types them, with the repository's i
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from devstack.dagster_dev import isolated_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets_tests.support.processes import run_bounded
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
@@ -26,7 +26,7 @@ TRACE_MARKERS = ("Traceback", "Stack Trace", "\tat org.apache", "py4j")
 def run(command: list[str], root: Path, home: Path, timeout: float = 600) -> tuple[int, list[str]]:
     env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "DAGSTER_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
     env.pop("SPARK_REMOTE", None)
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    done = run_bounded(command, cwd=REPO, env=env, timeout=timeout)
     return done.returncode, (done.stdout + done.stderr).splitlines()
 
 

@@ -19,6 +19,7 @@ import yaml
 
 from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.lib.spark.engine_auth import client_environment
+from lakehouse_assets_tests.support.processes import run_bounded
 
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 SDP_FILES = ("bronze.py", "silver_orders.py", "gold_revenue.py")
@@ -77,7 +78,7 @@ def run_spark_pipelines(project: Path, remote: str) -> tuple[float, str]:
     create_sdp_database(remote)
     command = [str(SPARK_PIPELINES), "run", "--spec", str(project / "spark-pipeline.yml"), "--remote", address]
     started = time.monotonic()
-    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    done = run_bounded(command, cwd=project, env=env, timeout=600)
     seconds = time.monotonic() - started
     output = done.stdout + done.stderr
     if done.returncode != 0:

@@ -27,6 +27,7 @@ from lakehouse_assets_tests.sdp import orders_answers as answers
 from lakehouse_assets_tests.sdp import side_by_side
 from lakehouse_assets_tests.sdp.tally import tally
 from lakehouse_assets_tests.support.browser import SCREENSHOTS, body_text, shown_names, wait_until
+from lakehouse_assets_tests.support.processes import run_bounded
 
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 
@@ -37,7 +38,7 @@ def materialize_all(root: Path, home: Path, remote: str | None) -> str:
     env |= {"SPARK_REMOTE": remote} if remote else {}
     dagster = Path(sys.executable).parent / "dagster"
     command = [str(dagster), "asset", "materialize", "-f", str(EXAMPLE / "definitions.py"), "--select", "*"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    done = run_bounded(command, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 

@@ -1,7 +1,12 @@
-"""What ``ps`` shows every user: the command line of every process on the machine."""
+"""What ``ps`` shows every user (the command line of every process on the machine), and commands
+run with a bound on their time that holds for what they start too."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,3 +71,19 @@ def holding(seen: dict[int, set[Process]], secrets: list[str]) -> list[str]:
         for p in known
         if any(s in p.command for s in secrets)
     )
+
+
+def run_bounded(command: list[str], *, timeout: float, **options: object) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(..., capture_output=True, text=True)`` that ends within ``timeout``: the
+    command runs in a session of its own and on timeout the whole session is killed, so a JVM
+    it started cannot hold the output pipes open (``subprocess.run`` would then wait forever)."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True, **options) as proc:  # type: ignore[call-overload]  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate(timeout=30)
+            raise AssertionError(f"{command[:4]} did not end within {timeout:.0f}s:\n{(out + err)[-3000:]}") from None
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)

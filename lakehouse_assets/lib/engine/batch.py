@@ -14,6 +14,7 @@ from lakehouse_assets.lib.declare.expectations import (
     split_by_expectations,
     with_expectation_flags,
 )
+from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.counting import expectation_counts, first_failure
@@ -98,7 +99,7 @@ def publisher(table: TableSpec, rows: DataFrame) -> Callable[[DataFrame], DataFr
     """Turns the function's kept rows into the table's rows: ``publish``, else select ``columns``
     (default: every column of ``rows`` but the framework's own)."""
     columns = table.columns or [c for c in rows.columns if not c.startswith("__lh_")]
-    return table.publish or (lambda df: df.select(*columns))
+    return table.publish or (lambda df: df.select(*map(column, columns)))
 
 
 def prepare_batches(
