@@ -44,7 +44,7 @@ help:
 	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows;"
 	@echo "                   CHAOS_ARGS='--engine' runs through a Spark Connect engine and kills it too"
 	@echo "make chaos-sdp   - the same for the SDP example (examples/sdp_orders): CHAOS_ARGS='--rounds 4 --kills-per-round 6'"
-	@echo "make lint        - ruff check, ruff format --check and mypy on the framework (lakehouse_assets/lib)"
+	@echo "make lint        - ruff check and ruff format --check on the whole repository, mypy on the framework (lakehouse_assets/lib)"
 	@echo "make unit        - the Spark-free unit tests (seconds)"
 	@echo "make setup       - create .venv, cache Delta's jars, build the Spark class archive (done by every target)"
 	@echo "make lock        - refresh requirements.lock and requirements-build.lock after a dependency change (needs uv)"
@@ -273,12 +273,13 @@ test: setup
 clean-data:
 	rm -rf data/landing data/tables data/checkpoints data/dagster/history data/dagster/schedules data/dagster/storage
 
-# The gate .ci/run passes before the suite: ruff (lint and format) and mypy on the framework
-# (settings in pyproject.toml), then the Spark-free unit tests (pytest -m unit, seconds).
+# The gate .ci/run passes before the suite: ruff (lint and format) on the whole repository and
+# mypy on the framework (settings in pyproject.toml), then the Spark-free unit tests (pytest -m
+# unit, seconds).
 .PHONY: lint unit
 lint: $(STAMP)
-	$(BIN)/ruff check lakehouse_assets/lib
-	$(BIN)/ruff format --check lakehouse_assets/lib
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 unit: $(STAMP)

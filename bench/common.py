@@ -5,6 +5,7 @@ its memory and CPU sampled, the machine's description, and writing the results (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -172,10 +173,9 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
     from lakehouse_assets.lib.spark.class_archive import DUMP_ENV
 
     reader.join(timeout=300 if full_env.get(DUMP_ENV) else 10)
-    try:  # nothing it started may outlive it (a JVM left behind would skew the next figure)
+    # Nothing it started may outlive it (a JVM left behind would skew the next figure).
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, 9)
-    except ProcessLookupError:
-        pass
     out = "".join(chunks)
     log(f"   ({label(cmd)}: {wall:.0f}s, {sum(cpu.values()):.0f} CPU-s)")
     if check and proc.returncode != 0:
@@ -229,8 +229,15 @@ def write_results(results: dict, out: Path) -> None:
 
 
 def line_chart(
-    path: Path, x: list, lines: list[tuple[list, str, str]], *, xlabel: str, ylabel: str, title: str,
-    log_x: bool = False, guide: tuple[float, str] | None = None,
+    path: Path,
+    x: list,
+    lines: list[tuple[list, str, str]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    log_x: bool = False,
+    guide: tuple[float, str] | None = None,
 ) -> None:
     """A PNG of ``lines`` (values, marker style, label) against ``x``; ``guide``: a dotted level."""
     import matplotlib

@@ -26,16 +26,15 @@ import math  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 from datetime import UTC, datetime, timedelta  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import dagster as dg  # noqa: E402
 
 from lakehouse_assets.definitions import build_definitions  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
-from lakehouse_assets.lib.spark import class_archive  # noqa: E402
 from lakehouse_assets.lib.paths import LakehousePaths  # noqa: E402
+from lakehouse_assets.lib.spark import class_archive  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.instrument import PROGRESS, SPARK, TIMES, instrument, step_times  # noqa: E402
@@ -54,7 +53,9 @@ def land_history(paths: LakehousePaths, landed: int, files: int, rows: int, firs
     hour = first_hour
     while files > 0:
         batch = min(HISTORY_FILES_PER_HOUR, files)
-        generate(paths, GeneratorOptions(files=batch, rows=rows, seed=landed, start=T0 + timedelta(hours=hour)), ["events"])
+        generate(
+            paths, GeneratorOptions(files=batch, rows=rows, seed=landed, start=T0 + timedelta(hours=hour)), ["events"]
+        )
         landed += batch
         files -= batch
         hour += 1
@@ -88,7 +89,9 @@ def materialize(
         metadata[mat.asset_key.to_user_string()] = {
             k: v.value for k, v in mat.metadata.items() if isinstance(v.value, (int, float))
         }
-    state = {name: bytes_under(Path(paths.checkpoint(name).removeprefix("file:")) / "query" / "state") for name in state_du}
+    state = {
+        name: bytes_under(Path(paths.checkpoint(name).removeprefix("file:")) / "query" / "state") for name in state_du
+    }
     return {
         "success": result.success, "wall_s": round(wall, 3), "run_s": round(run_s, 3),
         "spark_start_s": round(SPARK.get("start_s", 0.0), 3),
@@ -123,7 +126,7 @@ class Root:
     hour: int = 0
 
     @classmethod
-    def open(cls, directory: str) -> "Root":
+    def open(cls, directory: str) -> Root:
         paths = LakehousePaths(str(Path(directory) / "data"))
         return cls(paths, build_definitions(paths), dg.DagsterInstance.from_config(str(Path(directory) / "home")))
 

@@ -28,12 +28,12 @@ from pathlib import Path
 
 STARTED = time.monotonic()
 
-from lakehouse_assets.lib.spark.conf import spark_conf  # noqa: E402
-from lakehouse_assets.lib.spark.engine_auth import client_token, client_url  # noqa: E402
-from lakehouse_assets.lib.spark.launch_secrets import embedded_driver_secrets  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
+from lakehouse_assets.lib.spark.conf import spark_conf  # noqa: E402
+from lakehouse_assets.lib.spark.engine_auth import client_token, client_url  # noqa: E402
+from lakehouse_assets.lib.spark.launch_secrets import embedded_driver_secrets  # noqa: E402
 
 EVENT_FIELDS = {
     "event_id": "string", "event_time": "string", "user_id": "string", "event_type": "string",
@@ -97,7 +97,9 @@ def parse_events(lines: DataFrame) -> DataFrame:
 
 
 def clean_events(bronze: DataFrame, customers: DataFrame) -> DataFrame:
-    tiers = F.broadcast(customers.where("is_current").select(F.col("customer_id").alias("cid"), F.col("tier").alias("customer_tier")))
+    tiers = F.broadcast(
+        customers.where("is_current").select(F.col("customer_id").alias("cid"), F.col("tier").alias("customer_tier"))
+    )
     raw = F.col("event_time")
     normalized = F.regexp_replace(F.regexp_replace(raw, ",", "."), "[Tt]", "T")
     event_ts = F.when(raw.rlike(ISO_TIMESTAMP), F.try_to_timestamp(F.regexp_replace(normalized, "z$", "Z")))
@@ -167,7 +169,10 @@ class Pipeline:
             .option("checkpointLocation", self.checkpoint(name)).start()
         )  # fmt: skip
         query.awaitTermination()
-        progress = [{"batchId": p.batchId, "numInputRows": p.numInputRows, "durationMs": dict(p.durationMs)} for p in query.recentProgress]
+        progress = [
+            {"batchId": p.batchId, "numInputRows": p.numInputRows, "durationMs": dict(p.durationMs)}
+            for p in query.recentProgress
+        ]
         return {"duration_s": round(time.monotonic() - started, 3), "progress": progress}
 
     def bronze_events(self) -> dict:
@@ -205,9 +210,17 @@ class Pipeline:
         def handle(batch: DataFrame, batch_id: int) -> None:
             rows = batch.persist()
             try:
-                good = rows.where(F.size("failed_expectations") == 0).withColumn("event_time", F.col("event_ts")).select(*SILVER_COLUMNS)
+                good = (
+                    rows.where(F.size("failed_expectations") == 0)
+                    .withColumn("event_time", F.col("event_ts"))
+                    .select(*SILVER_COLUMNS)
+                )
                 order = [F.col(c).asc_nulls_last() for c in SILVER_COLUMNS if c != "event_id"]
-                first = good.withColumn("rn", F.row_number().over(Window.partitionBy("event_id").orderBy(*order))).where("rn = 1").drop("rn")
+                first = (
+                    good.withColumn("rn", F.row_number().over(Window.partitionBy("event_id").orderBy(*order)))
+                    .where("rn = 1")
+                    .drop("rn")
+                )
                 if not is_delta(target):
                     (first.limit(0).write.format("delta").partitionBy("event_date")
                      .option("delta.enableChangeDataFeed", "true").save(target))  # fmt: skip
@@ -240,12 +253,16 @@ class Pipeline:
                 if len(present) < len(dates):
                     scope = scope | F.col("event_date").isNull()
                 touched = hourly_revenue(new).select(*keys).distinct()
-                fresh = hourly_revenue(spark.read.format("delta").load(source).where(scope)).join(touched, keys, "left_semi")
+                fresh = hourly_revenue(spark.read.format("delta").load(source).where(scope)).join(
+                    touched, keys, "left_semi"
+                )
                 if not is_delta(target):
                     fresh.limit(0).write.format("delta").save(target)
                 gold = spark.read.format("delta").load(target)
                 stale = gold.join(touched, keys, "left_semi").select(*keys).join(fresh.select(*keys), keys, "left_anti")
-                source_rows = fresh.withColumn("_delete", F.lit(False)).unionByName(stale.withColumn("_delete", F.lit(True)), allowMissingColumns=True)
+                source_rows = fresh.withColumn("_delete", F.lit(False)).unionByName(
+                    stale.withColumn("_delete", F.lit(True)), allowMissingColumns=True
+                )
                 values = ["window_end", "revenue", "orders", "buyers"]
                 on = " AND ".join(f"t.{k} <=> s.{k}" for k in keys)
                 changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in values)
@@ -273,7 +290,9 @@ class Pipeline:
             .select("*", F.col("_metadata.file_path").alias("_source_file"), F.current_timestamp().alias("_ingested_at"))
         )  # fmt: skip
         rows = parse_events(lines).persist()
-        rows.where("is_object").select(*BRONZE_COLUMNS).write.format("delta").mode("append").save(f"{out}/bronze_events")
+        rows.where("is_object").select(*BRONZE_COLUMNS).write.format("delta").mode("append").save(
+            f"{out}/bronze_events"
+        )
         bad = rows.where("NOT is_object").select("raw_line", "_source_file", "_ingested_at")
         bad.write.format("delta").mode("append").save(f"{out}/bronze_events_quarantine")
         rows.unpersist()
@@ -296,8 +315,11 @@ def verify(spark: SparkSession, root: str, other: str) -> dict:
         b = spark.read.format("delta").load(f"{other}/tables/{name}").select(*columns)
         if name == "gold_hourly_revenue":  # sums of doubles in another order: compare rounded
             a, b = (df.withColumn("revenue", F.round("revenue", 6)) for df in (a, b))
-        out[name] = {"rows": a.count(), "other_rows": b.count(),
-                     "identical": a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()}
+        out[name] = {
+            "rows": a.count(),
+            "other_rows": b.count(),
+            "identical": a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty(),
+        }
     return out
 
 
@@ -306,7 +328,9 @@ def main() -> None:
     parser.add_argument("--root", required=True, help="data root: landing/, tables/, checkpoints/")
     parser.add_argument("--tables", default="bronze_events,silver_events,gold_hourly_revenue")
     parser.add_argument("--batch-bronze", metavar="OUT", help="plain batch read-and-write into OUT instead")
-    parser.add_argument("--verify-against", metavar="ROOT", help="after the run, compare this root's tables with another root's")
+    parser.add_argument(
+        "--verify-against", metavar="ROOT", help="after the run, compare this root's tables with another root's"
+    )
     args = parser.parse_args()
     imported = time.monotonic() - STARTED
     t = time.monotonic()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.report_summary import (
-    _s,
+    _median,
     _mib,
     _rate,
-    _median,
+    _s,
     explanations,
     latency_parts,
     summary_table,
@@ -28,7 +28,6 @@ COMPONENTS = [
 ]
 PLAIN_COMPONENTS = {"query_planning", "source_offsets_listing", "write_and_delta_commit", "checkpoint_wal_and_commit",
                     "query_start_stop_setup"}  # fmt: skip
-
 
 
 def overhead_table(ov: dict) -> str:
@@ -60,7 +59,7 @@ def overhead_table(ov: dict) -> str:
             f"(plain: PySpark import {_s(p['process']['import'], 2)}), Dagster run bookkeeping outside steps "
             f"{_s(pr['run_bookkeeping_outside_steps'], 2)}, after the run until the process exits "
             f"{_s(pr['materialize_call_outside_run'], 2)}; plain Spark start {_s(p['process']['spark_start'], 2)}.\n"
-        )  # fmt: skip
+        )
     return "\n".join(out)
 
 
@@ -195,7 +194,7 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             "One process (`bench/dagster_run.py --levels`, one warm JVM) prepares one data root per size while "
             f"the suite prepares its other sections: landing files of {cfg['history_rows']} events (twelve per hour "
             "of event time: 10,000 files ≈ 35 days) are landed up to the size and ingested by one unmeasured run "
-            "of the events chain without checks (the \"ingest run\" column), and the smallest root also gets one "
+            'of the events chain without checks (the "ingest run" column), and the smallest root also gets one '
             "unmeasured run with checks (it warms the JVM and the checks; the same process then ingests section 1's "
             "history into the framework's root and runs section 6's runs; the largest root is landed and ingested by "
             "a process of its own). After sections 5 and 1 the same process "

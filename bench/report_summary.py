@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+
 def _s(value: float | None, digits: int = 1) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
@@ -124,7 +125,11 @@ def summary_rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
 def engine_rows(en: dict) -> list[tuple[str, str, str, bool | None]]:
     """Section 7's figures: runs as clients of a warm Spark Connect engine."""
     if "client_median_s" not in en:
-        return [("7. Runs through the Spark Connect engine", "did not complete (see results.json)", "—", None)] if en else []
+        return (
+            [("7. Runs through the Spark Connect engine", "did not complete (see results.json)", "—", None)]
+            if en
+            else []
+        )
     ratio = en["ratio_vs_plain"]
     return [
         (
@@ -165,11 +170,13 @@ def explanations(r: dict) -> list[str]:
         d, p = ov["dagster"], ov["plain"]
         t = d["tables"]
         parts = {
-            "Python, Dagster and definitions import": d["process"]["python_and_dagster_import"] - p["process"]["import"],
+            "Python, Dagster and definitions import": d["process"]["python_and_dagster_import"]
+            - p["process"]["import"],
             "asset checks": sum(x["checks"] for x in t.values()),
             "materialization metadata": sum(x["metadata"] for x in t.values()),
             "Dagster step and run bookkeeping": sum(x["dagster_step_bookkeeping"] for x in t.values())
-            + d["process"]["run_bookkeeping_outside_steps"] + d["process"]["materialize_call_outside_run"],
+            + d["process"]["run_bookkeeping_outside_steps"]
+            + d["process"]["materialize_call_outside_run"],
             "query start/stop and table set-up": sum(x["query_start_stop_setup"] for x in t.values())
             - sum(x["query_start_stop_setup"] for x in p["tables"].values()),
         }
@@ -179,7 +186,7 @@ def explanations(r: dict) -> list[str]:
             f"**1 missed ({inc['ratio']:.2f}×)**: {gap:.1f} s more than the plain script; from section 2, "
             + ", ".join(f"{name} {sec:.1f} s" for name, sec in ranked if sec > 0.05)
             + f". [Why]({WHY}-1-incremental-run)."
-        )  # fmt: skip
+        )
     tp = r.get("throughput", {})
     if "plain_rows_per_s" in tp and tp["framework_rows_per_s"] < tp["plain_rows_per_s"]:
         ratio = tp["framework_rows_per_s"] / tp["plain_rows_per_s"]
@@ -195,11 +202,13 @@ def explanations(r: dict) -> list[str]:
         out.append(
             f"**4 missed ({last['vs_first']:.2f}×)**: most of the growth is in `{top}` (+{growth[top]:.1f} s between "
             f"{first['files_before']:,} and {last['files_before']:,} files). [Why]({WHY}-4-history)."
-        )  # fmt: skip
+        )
     lat = r.get("latency", {})
     if lat.get("p50_s") is not None and (lat["p50_s"] > 5 or lat["p95_s"] > 8):
         largest = f"; largest parts: {dominant_parts(lat['parts_median_s'])}" if lat.get("parts_median_s") else ""
-        out.append(f"**5 missed (p50 {lat['p50_s']:.1f} s, p95 {lat['p95_s']:.1f} s)**{largest}. [Why]({WHY}-5-latency).")
+        out.append(
+            f"**5 missed (p50 {lat['p50_s']:.1f} s, p95 {lat['p95_s']:.1f} s)**{largest}. [Why]({WHY}-5-latency)."
+        )
     burst = lat.get("burst") or {}
     if burst.get("rounds_s") and burst["p50_s"] > 20:
         out.append(f"**5b missed (p50 {burst['p50_s']:.1f} s).** [Why]({WHY}-5b-bursts).")
@@ -210,7 +219,7 @@ def explanations(r: dict) -> list[str]:
             f"**7 missed (client {en['client_median_s']:.1f} s = {en['ratio_vs_plain']:.2f}× the plain script, "
             f"{vs_client:.2f}× the plain script as a client; no-data run {en['no_data_median_s']:.1f} s).** "
             f"[Why]({WHY}-7-client-runs)."
-        )  # fmt: skip
+        )
     return out
 
 

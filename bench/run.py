@@ -47,15 +47,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="1,3,4,5,6,7", help="sections to run (2 runs with 1)")
     parser.add_argument("--workdir", default=os.environ.get("BENCH_WORKDIR") or str(REPO / ".cache" / "bench"))
     parser.add_argument("--out", default=str(BENCH))
-    for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "bursts", "state_runs", "throughput_reps", "scaling_reps"):
+    for name in (
+        "reps",
+        "overhead_reps",
+        "big_files",
+        "big_rows",
+        "drops",
+        "bursts",
+        "state_runs",
+        "throughput_reps",
+        "scaling_reps",
+    ):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int)
     parser.add_argument("--levels", help="comma-separated history sizes, e.g. 10,100,1000")
-    parser.add_argument("--budget-min", type=float, default=float(os.environ.get("BENCH_BUDGET_MIN", 20)),
-                        help="add repetitions beyond each section's minimum only until this many minutes (default 20)")
-    parser.add_argument("--parallel", type=int, default=4,
-                        help="preparation processes at a time, the history process included (default 4)")
+    parser.add_argument(
+        "--budget-min",
+        type=float,
+        default=float(os.environ.get("BENCH_BUDGET_MIN", 20)),
+        help="add repetitions beyond each section's minimum only until this many minutes (default 20)",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=4,
+        help="preparation processes at a time, the history process included (default 4)",
+    )
     parser.add_argument("--prepare-only", action="store_true", help="stop after the preparation (a trial of it)")
-    parser.add_argument("--report", action="store_true", help="only write results.md and the docs' table again from results.json")
+    parser.add_argument(
+        "--report", action="store_true", help="only write results.md and the docs' table again from results.json"
+    )
     args = parser.parse_args(argv)
     if args.report:
         from bench.report import quote_in_docs, write_report
@@ -66,8 +86,18 @@ def main(argv: list[str] | None = None) -> int:
         if out.resolve() == BENCH:
             quote_in_docs(results, REPO / "docs" / "performance.md")
         return 0
-    cfg = Config(**{**asdict(QUICK if args.quick else FULL)})
-    for name in ("reps", "overhead_reps", "big_files", "big_rows", "drops", "bursts", "state_runs", "throughput_reps", "scaling_reps"):
+    cfg = Config(**asdict(QUICK if args.quick else FULL))
+    for name in (
+        "reps",
+        "overhead_reps",
+        "big_files",
+        "big_rows",
+        "drops",
+        "bursts",
+        "state_runs",
+        "throughput_reps",
+        "scaling_reps",
+    ):
         if getattr(args, name) is not None:
             setattr(cfg, name, getattr(args, name))
             cfg.name += f" {name}={getattr(args, name)}"

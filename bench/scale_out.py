@@ -47,7 +47,9 @@ def materialize(work: Path, root: str, url: str, selection: str) -> tuple[float,
     home = work / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     env = {"LAKEHOUSE_ROOT": root, "DAGSTER_HOME": str(home), "SPARK_REMOTE": url}
-    proc = run([str(BIN / "dagster"), "asset", "materialize", "-m", "lakehouse_assets.definitions", "--select", selection], env)
+    proc = run(
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "lakehouse_assets.definitions", "--select", selection], env
+    )
     steps = {name: float(value) / (1000 if unit == "ms" else 1) for name, value, unit in STEP.findall(proc.out)}
     return proc.wall_s, steps, proc.out
 
@@ -92,11 +94,15 @@ def report(results: dict) -> str:
         "| | " + " | ".join(setups) + " |",
         "| --- |" + " --- |" * len(setups),
         "| one new events file → gold, events chain (median) | "
-        + " | ".join(f"{results['setups'][s]['one_file_run_s']} s" for s in setups) + " |",
+        + " | ".join(f"{results['setups'][s]['one_file_run_s']} s" for s in setups)
+        + " |",
         f"| bronze backlog: {results['files']} files × {results['rows']} rows, rows/s of the query | "
-        + " | ".join(f"{results['setups'][s]['bronze_rows_per_s'] or 0:,}" for s in setups) + " |",
+        + " | ".join(f"{results['setups'][s]['bronze_rows_per_s'] or 0:,}" for s in setups)
+        + " |",
         "| bronze backlog: the query's seconds / the run's | "
-        + " | ".join(f"{results['setups'][s]['bronze_query_s']} / {results['setups'][s]['bronze_run_s']}" for s in setups)
+        + " | ".join(
+            f"{results['setups'][s]['bronze_query_s']} / {results['setups'][s]['bronze_run_s']}" for s in setups
+        )
         + " |",
         "",
         "Where the one-file run's time goes (median seconds per step):",
@@ -106,7 +112,9 @@ def report(results: dict) -> str:
     ]
     tables = sorted({t for s in setups for t in results["setups"][s]["steps_s"]})
     for table in tables:
-        lines.append(f"| {table} | " + " | ".join(str(results["setups"][s]["steps_s"].get(table, "")) for s in setups) + " |")
+        lines.append(
+            f"| {table} | " + " | ".join(str(results["setups"][s]["steps_s"].get(table, "")) for s in setups) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 

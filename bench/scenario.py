@@ -64,7 +64,10 @@ class Scenario:
         if traced:
             trace.unlink(missing_ok=True)
             env |= {"LAKEHOUSE_BENCH_TRACE": str(trace), "PYTHONPATH": f"{REPO}:{BENCH / 'trace'}"}
-        p = run([str(BIN / "dagster"), "asset", "materialize", "-m", "lakehouse_assets.definitions", "--select", select], env)
+        p = run(
+            [str(BIN / "dagster"), "asset", "materialize", "-m", "lakehouse_assets.definitions", "--select", select],
+            env,
+        )
         return p, json.loads(trace.read_text()) if traced else None
 
     def dagster_instrumented(self, select: str = EVENTS_CHAIN, *extra: str) -> tuple[Proc, dict]:

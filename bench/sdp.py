@@ -75,7 +75,9 @@ class Sides:
         for name in side_by_side.SDP_DATASETS:
             event = instance.get_latest_materialization_event(dg.AssetKey(name))
             meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
-            report[name] = {k: getattr(v, "value", v) for k, v in meta.items() if k in ("rows_read", "rows_written", "refresh")}
+            report[name] = {
+                k: getattr(v, "value", v) for k, v in meta.items() if k in ("rows_read", "rows_written", "refresh")
+            }
         return report
 
 
@@ -132,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     results: dict = {"machine": machine(), "load_start": load(), "reps": args.reps, "base_rounds": args.base}
-    with open(work / "engine.log", "wb") as engine_log, ConnectServer(free_port(), log=engine_log, conf=side_by_side.engine_conf(work)) as engine:
+    with (
+        open(work / "engine.log", "wb") as engine_log,
+        ConnectServer(free_port(), log=engine_log, conf=side_by_side.engine_conf(work)) as engine,
+    ):
         sides = Sides(work, engine.url)
         side_by_side.create_sdp_database(engine.url)
         for _ in range(args.base):
@@ -144,14 +149,16 @@ def main(argv: list[str] | None = None) -> int:
         added: dict[str, list[int]] = {"ours": [], "theirs": []}
         for i in range(args.reps):
             sides.land()
-            for side in (("ours", "theirs") if i % 2 == 0 else ("theirs", "ours")):
+            for side in ("ours", "theirs") if i % 2 == 0 else ("theirs", "ours"):
                 before = sides.revenue_versions()
                 proc = sides.ours() if side == "ours" else sides.theirs()
                 assert proc.rc == 0, proc.out[-3000:]
                 walls[side].append(proc.wall_s)
                 added[side].append(sides.revenue_versions()[side == "theirs"] - before[side == "theirs"])
                 if side == "theirs":
-                    results["sdp_output_tail"] = [line for line in proc.out.splitlines() if re.search(r"Flow |Run is", line)]
+                    results["sdp_output_tail"] = [
+                        line for line in proc.out.splitlines() if re.search(r"Flow |Run is", line)
+                    ]
             log(f"rep {i + 1}: lakehouse_assets {walls['ours'][-1]:.1f}s, spark-pipelines {walls['theirs'][-1]:.1f}s")
         results["our_report"] = sides.our_report()
         idle = {"ours": [], "theirs": []}
@@ -209,9 +216,14 @@ def history_table(hist: list[dict]) -> list[str]:
         "",
         "| rounds of history | spark-pipelines run | lakehouse_assets | ratio | runs (spark-pipelines; lakehouse_assets) |",
         "|---|---|---|---|---|",
-        *[f"| {p['history_rounds']} | {p['theirs']:.1f} s | {p['ours']:.1f} s | {p['ours'] / p['theirs']:.2f}× | "
-          + ", ".join(f"{x['theirs']:.1f}" for x in p["runs"]) + "; " + ", ".join(f"{x['ours']:.1f}" for x in p["runs"]) + " |"
-          for p in hist],  # fmt: skip
+        *[
+            f"| {p['history_rounds']} | {p['theirs']:.1f} s | {p['ours']:.1f} s | {p['ours'] / p['theirs']:.2f}× | "
+            + ", ".join(f"{x['theirs']:.1f}" for x in p["runs"])
+            + "; "
+            + ", ".join(f"{x['ours']:.1f}" for x in p["runs"])
+            + " |"
+            for p in hist
+        ],
         "",
         f"After {hist[-1]['history_rounds']} rounds `customer_revenue` covers {hist[-1]['history_rounds'] * 18} orders "
         "at most (9 per shop per round). What the curve says: [docs/spark-declarative-pipelines.md]"
@@ -241,8 +253,11 @@ def report(r: dict) -> str:
         f"| `customer_revenue` Delta versions written by 3 runs with nothing new | {r['no_data_revenue_versions_added']['theirs']} "
         f"| {r['no_data_revenue_versions_added']['ours']} |",
         "",
-        "All runs: spark-pipelines " + ", ".join(f"{s:.1f}" for s in w["theirs"]) + " s; lakehouse_assets "
-        + ", ".join(f"{s:.1f}" for s in w["ours"]) + " s.",
+        "All runs: spark-pipelines "
+        + ", ".join(f"{s:.1f}" for s in w["theirs"])
+        + " s; lakehouse_assets "
+        + ", ".join(f"{s:.1f}" for s in w["ours"])
+        + " s.",
         "",
         *targets(r),
         "",
@@ -264,8 +279,10 @@ def report(r: dict) -> str:
         "",
         "| dataset | rows read | rows written | refresh |",
         "|---|---|---|---|",
-        *[f"| {name} | {meta.get('rows_read', '—')} | {meta.get('rows_written', '—')} | {meta.get('refresh', '—')} |"
-          for name, meta in r["our_report"].items()],  # fmt: skip
+        *[
+            f"| {name} | {meta.get('rows_read', '—')} | {meta.get('rows_written', '—')} | {meta.get('refresh', '—')} |"
+            for name, meta in r["our_report"].items()
+        ],
         "",
     ]
     return "\n".join(lines)

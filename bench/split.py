@@ -9,7 +9,7 @@ PHASES = ["queryPlanning", "getBatch", "latestOffset", "addBatch", "walCommit", 
 
 
 def phase_sums(progress: list[dict]) -> dict[str, float]:
-    sums = {k: 0.0 for k in PHASES}
+    sums = dict.fromkeys(PHASES, 0.0)
     for entry in progress:
         for k in PHASES:
             sums[k] += entry["durationMs"].get(k, 0) / 1000

@@ -12,7 +12,13 @@ import dagster as dg
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.class_archive import stop_and_dump
 
-CHAIN = ["bronze_events", "bronze_events_quarantine", "silver_events", "silver_events_quarantine", "gold_hourly_revenue"]
+CHAIN = [
+    "bronze_events",
+    "bronze_events_quarantine",
+    "silver_events",
+    "silver_events_quarantine",
+    "gold_hourly_revenue",
+]
 
 
 def main() -> None:

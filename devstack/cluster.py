@@ -99,7 +99,9 @@ class StandaloneCluster:
 
     def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
         try:
-            wait_until(ready, [self.master, self.worker], timeout=timeout, what=f"the Spark cluster (waiting for {what})")
+            wait_until(
+                ready, [self.master, self.worker], timeout=timeout, what=f"the Spark cluster (waiting for {what})"
+            )
         except (RuntimeError, TimeoutError) as error:
             logs = self._log_tail()
             self.close()
@@ -107,7 +109,9 @@ class StandaloneCluster:
 
     def _log_tail(self, lines: int = 15) -> str:
         return "\n".join(
-            line for log in sorted(Path(self._tmp.name).glob("*.log")) for line in log.read_text(errors="replace").splitlines()[-lines:]
+            line
+            for log in sorted(Path(self._tmp.name).glob("*.log"))
+            for line in log.read_text(errors="replace").splitlines()[-lines:]
         )
 
     def stop(self) -> None:

@@ -86,7 +86,7 @@ class DagsterDev:
         if self.root:
             env["LAKEHOUSE_ROOT"] = self.root
         dagster = Path(sys.executable).parent / "dagster"
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process; stop() closes it
         if self.engine:
             self.engine.log = self._log
             self.engine.start()
@@ -100,9 +100,8 @@ class DagsterDev:
             if self.process.poll() is not None:
                 raise RuntimeError(f"dagster dev exited with {self.process.returncode}; see {self.log_path}")
             try:
-                if self.graphql("{ version }").get("version"):
-                    if self._location_loaded():
-                        return
+                if self.graphql("{ version }").get("version") and self._location_loaded():
+                    return
             except requests.RequestException:
                 pass
             time.sleep(1)

@@ -24,8 +24,8 @@ from devstack.download_checksums import KAFKA_BROKER_JARS
 from devstack.ports import free_port, serving
 from devstack.supervisor import serve_in_foreground, start_process, stop_group, wait_until_serving
 from lakehouse_assets.lib.downloads import ChecksumMismatch, check_folder
-from lakehouse_assets.lib.settings import current, user_cache
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current, user_cache
 
 KAFKA_VERSION = "3.9.2"
 BROKER_MODULES = [
@@ -52,7 +52,9 @@ def broker_jar_dir() -> Path:
 
 
 def _ivy_module() -> str:
-    deps = "\n".join(f'    <dependency org="{o}" name="{n}" rev="{v}" conf="default->default"/>' for o, n, v in BROKER_MODULES)
+    deps = "\n".join(
+        f'    <dependency org="{o}" name="{n}" rev="{v}" conf="default->default"/>' for o, n, v in BROKER_MODULES
+    )
     return (
         '<ivy-module version="2.0">\n  <info organisation="lakehouse_assets" module="kafka-broker"/>\n'
         f"  <dependencies>\n{deps}\n  </dependencies>\n</ivy-module>\n"
@@ -85,7 +87,9 @@ def _resolve(target: Path, log: Path) -> None:
     with open(log, "ab") as out:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0 or not list(staging.glob("kafka_*.jar")):
-        raise BrokerError(f"could not download Kafka {KAFKA_VERSION}'s jars from Maven Central (resolver output in {log})")
+        raise BrokerError(
+            f"could not download Kafka {KAFKA_VERSION}'s jars from Maven Central (resolver output in {log})"
+        )
     try:
         check_pinned(staging)
     except ChecksumMismatch:
@@ -153,7 +157,9 @@ class KafkaBroker:
 
     def start(self, timeout_s: float = 60.0) -> KafkaBroker:
         if serving(self.port):
-            raise BrokerError(f"port {self.port} on 127.0.0.1 is taken: stop what listens there or set LAKEHOUSE_KAFKA_PORT")
+            raise BrokerError(
+                f"port {self.port} on 127.0.0.1 is taken: stop what listens there or set LAKEHOUSE_KAFKA_PORT"
+            )
         self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "server.properties"
         config.write_text(server_properties(self.folder, self.port, free_port()))

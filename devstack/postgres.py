@@ -13,6 +13,7 @@ Postgres refuses to run as root, so as root the cluster runs as the package's ``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import secrets
@@ -134,10 +135,8 @@ class PostgresServer:
         if self.data is None:
             return
         if (self.data / "cluster" / "postmaster.pid").exists():
-            try:
+            with contextlib.suppress(RuntimeError):  # already gone (killed)
                 self._run(str(postgres_bin() / "pg_ctl"), "-D", str(self.data / "cluster"), "-m", "fast", "-w", "stop")
-            except RuntimeError:
-                pass  # already gone (killed)
         shutil.rmtree(self.data, ignore_errors=True)
         self.data = None
 

@@ -116,7 +116,9 @@ class S3Server:
             f"jclouds.filesystem.basedir={self.data / 'buckets'}\n"
         )
         with open(self.data / "s3proxy.log", "ab") as log:  # the child keeps its own descriptor
-            self.process = start_process(["java", "-Xmx256m", "-jar", str(jar), "--properties", str(properties)], log=log)
+            self.process = start_process(
+                ["java", "-Xmx256m", "-jar", str(jar), "--properties", str(properties)], log=log
+            )
         try:
             wait_until_serving(self.port, self.process, timeout=timeout, what="S3Proxy")
         except (RuntimeError, TimeoutError) as error:

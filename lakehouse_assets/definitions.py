@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from lakehouse_assets.lib import LakehousePaths, build_definitions as build_pipeline, collect_tables
+from lakehouse_assets.lib import LakehousePaths, collect_tables
+from lakehouse_assets.lib import build_definitions as build_pipeline
 from lakehouse_assets.lib.errors import RootUnusable
 
 TABLES_PACKAGE = "lakehouse_assets.defs"

@@ -21,12 +21,11 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from lakehouse_assets.lib.errors import KafkaProblem
-from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
-from lakehouse_assets.lib.errors import RootUnusable
-from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.errors import KafkaProblem, RootUnusable
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 CATEGORIES = ["books", "electronics", "garden", "toys", "fashion", None]
 PAGES = ["/", "/search", "/product", "/cart", "/checkout"]
@@ -183,8 +182,7 @@ class Generator:
                 op = "merge" if broken == "op" else op
                 updated = "last tuesday" if broken == "updated_at" else updated
             lines.append(
-                f"{cid},{name},{cid}@example.com,{self.rng.choice(TIERS)},"
-                f"{self.rng.choice(COUNTRIES)},{op},{updated}"
+                f"{cid},{name},{cid}@example.com,{self.rng.choice(TIERS)},{self.rng.choice(COUNTRIES)},{op},{updated}"
             )
         return lines
 
@@ -282,7 +280,9 @@ def main(argv: list[str] | None = None) -> None:
     sources = args.pop("sources")
     to_kafka = args.pop("to_kafka")
     if to_kafka == "":
-        to_kafka = current().kafka_bootstrap or sys.exit("generate: --to-kafka needs brokers (or LAKEHOUSE_KAFKA_BOOTSTRAP)")
+        to_kafka = current().kafka_bootstrap or sys.exit(
+            "generate: --to-kafka needs brokers (or LAKEHOUSE_KAFKA_BOOTSTRAP)"
+        )
     try:
         paths.check_root()
         written = generate(paths, GeneratorOptions(**args), sources, to_kafka)

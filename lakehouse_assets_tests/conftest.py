@@ -16,12 +16,14 @@ if REPO_ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))
 
 pytest.register_assert_rewrite("lakehouse_assets_tests.support")
-from pyspark.sql import SparkSession
+# Imported after the PYTHONPATH above and the assert rewriting (which only applies to modules
+# imported after it is registered): E402 on purpose.
+from pyspark.sql import SparkSession  # noqa: E402
 
-from devstack.postgres import PostgresServer
-from lakehouse_assets.lib.spark.session import get_spark
-from lakehouse_assets_tests.support.browser import chromium_driver
-from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
+from devstack.postgres import PostgresServer  # noqa: E402
+from lakehouse_assets.lib.spark.session import get_spark  # noqa: E402
+from lakehouse_assets_tests.support.browser import chromium_driver  # noqa: E402
+from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -62,7 +62,9 @@ def _source(value: str) -> str:
     return value if value.startswith("kafka://") else Path(value).name
 
 
-def independent_tally(root: Path, spark: SparkSession, messages: list[tuple[str | None, str]]) -> dict[str, tuple[int, int]]:
+def independent_tally(
+    root: Path, spark: SparkSession, messages: list[tuple[str | None, str]]
+) -> dict[str, tuple[int, int]]:
     """(lost, duplicated) rows against the answers computed in plain Python."""
     expected = ExpectedEvents(root, messages)
     per_source = Counter(expected.lines_per_file)
@@ -121,12 +123,18 @@ class Lane:
             mirror_landing(files, subject / "lakehouse", reference / "lakehouse")
             if self.broker:
                 # Another seed: other events than the files' (a shared event_id is a re-delivery).
-                lines: list[str | None] = list(Generator(replace(options, seed=seed + 500_000)).event_lines(options.rows))
-                self.messages += zip(lines, produce_lines(self.broker.bootstrap, "events", lines, partitions=3))
+                lines: list[str | None] = list(
+                    Generator(replace(options, seed=seed + 500_000)).event_lines(options.rows)
+                )
+                self.messages += zip(
+                    lines, produce_lines(self.broker.bootstrap, "events", lines, partitions=3), strict=True
+                )
             # The clean run needs nothing from the subject: it runs while the kills go on.
             clean: list[Outcome] = []
             clean_run = threading.Thread(
-                target=lambda: clean.append(materialize_in_child(reference, args.select, env=self.kafka_env))
+                target=lambda clean=clean: clean.append(
+                    materialize_in_child(reference, args.select, env=self.kafka_env)
+                )
             )
             clean_run.start()
             for _ in range(args.kills_per_round):
@@ -205,8 +213,12 @@ def main() -> None:
         "--jobs", type=int, default=1, help="independent lanes (data roots) killed side by side; kills are wall-clock"
     )
     parser.add_argument("--engine", action="store_true", help="runs are clients of a Spark Connect engine per lane")
-    parser.add_argument("--kafka", action="store_true", help="a Kafka broker per lane; events also arrive through topic events")
-    parser.add_argument("--engine-share", type=float, default=0.5, help="with --engine: share of kills aimed at the engine")
+    parser.add_argument(
+        "--kafka", action="store_true", help="a Kafka broker per lane; events also arrive through topic events"
+    )
+    parser.add_argument(
+        "--engine-share", type=float, default=0.5, help="with --engine: share of kills aimed at the engine"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", help="keep the data roots here (default: a new temporary folder)")
     args = parser.parse_args()
@@ -253,8 +265,10 @@ def main() -> None:
     kills, attempts = sum(lane.kills for lane in lanes), sum(lane.attempts for lane in lanes)
     rounds = sum(lane.rounds for lane in lanes)
     engine_kills = sum(lane.engine_kills for lane in lanes)
-    print(f"\n{kills} kills ({engine_kills} of the engine) in {attempts} attempts over {rounds} rounds; "
-          "rows lost / duplicated after each round:")
+    print(
+        f"\n{kills} kills ({engine_kills} of the engine) in {attempts} attempts over {rounds} rounds; "
+        "rows lost / duplicated after each round:"
+    )
     for table in sorted({t for t, _ in totals}):
         print(f"  {table:50} lost {totals[(table, 'lost')]:>5}   duplicated {totals[(table, 'duplicated')]:>5}")
     bad_rows = sum(totals.values())

@@ -133,6 +133,8 @@ RUN_LOGS = """query Logs($runId: ID!) {
     ... on EventConnection { events { __typename ... on MessageEvent { timestamp stepKey } } }
   }
 }"""
+
+
 def breakdown(server, arrived: float, committed: float, job: str = "ingest_events") -> dict[str, float] | None:
     """Split one drop's latency along the run the sensor launched for it (the newest run of
     ``job``): ``sensor`` (arrival to the run's creation: the daemon's next pass and the settle
@@ -175,7 +177,12 @@ def median_parts(parts: list[dict[str, float]]) -> dict[str, float]:
 
 
 def measure(
-    server, paths: LakehousePaths, drops: int, rows: int, timeout: float, parts: list[dict] | None = None,
+    server,
+    paths: LakehousePaths,
+    drops: int,
+    rows: int,
+    timeout: float,
+    parts: list[dict] | None = None,
     kafka: str | None = None,
 ) -> list[float]:
     """Latency of each of ``drops`` drops (files, or with ``kafka`` one message each); ``parts``
@@ -211,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolated", action="store_true", help="own temporary instance and data root")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for one drop")
     parser.add_argument(
-        "--embedded-spark", action="store_true", help="when starting dagster dev: no Spark Connect engine (a JVM per run)"
+        "--embedded-spark",
+        action="store_true",
+        help="when starting dagster dev: no Spark Connect engine (a JVM per run)",
     )
     parser.add_argument("--kafka", action="store_true", help="one message per drop to Kafka topic events, not a file")
     parser.add_argument("--burst", action="store_true", help="each round a file in every source at once")
@@ -219,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.drops < 1:
         parser.error("--drops must be at least 1")
-    if args.engine_restarts and (not (args.burst and args.isolated) or args.embedded_spark or 2 * args.engine_restarts > args.drops):
+    if args.engine_restarts and (
+        not (args.burst and args.isolated) or args.embedded_spark or 2 * args.engine_restarts > args.drops
+    ):
         parser.error("--engine-restarts needs --burst --isolated (its own engine) and --drops >= 2 per restart")
 
     tmp, broker = None, None

@@ -48,7 +48,7 @@ def bench_engine(cfg: Config, workdir) -> dict:
                 "plain": lambda: plain.plain()[0],
                 "plain_client": lambda: plain_client.plain(extra_env=remote)[0],
             }
-            for side in (list(runs) if i % 2 == 0 else list(reversed(runs))):
+            for side in list(runs) if i % 2 == 0 else list(reversed(runs)):
                 proc = runs[side]()
                 walls[side].append(proc.wall_s)
                 rss[side].append(proc.peak_rss)

@@ -4,6 +4,7 @@ the run ingesting the largest history trains when it is missing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,7 +13,6 @@ from bench.common import BENCH, BIN, EVENTS_CHAIN, STATE_CHAIN, STATEFUL, Config
 from bench.scenario import Scenario
 from bench.sections.state import state_series
 from bench.split import median_tree, split_dagster
-
 
 # -- the class archive ------------------------------------------------------------------------
 
@@ -127,15 +127,15 @@ class History:
     def close(self) -> None:
         """Stop the process if it is still waiting (a section failed before it was measured)."""
         if self._proc and not self._proc.done() and self.gate.pid:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.gate.pid, 9)
-            except ProcessLookupError:
-                pass
         self._pool.shutdown(wait=True)
 
     def measure(self) -> dict:
-        log(f"4. scaling: {', '.join(map(str, self.level_runs))} runs with one new file at "
-            f"{', '.join(f'{n:,}' for n in self.levels)} files ingested")
+        log(
+            f"4. scaling: {', '.join(map(str, self.level_runs))} runs with one new file at "
+            f"{', '.join(f'{n:,}' for n in self.levels)} files ingested"
+        )
         self.gate.go.set()
         proc = self._proc.result()  # type: ignore[union-attr]
         j = proc.json()
@@ -152,8 +152,10 @@ class History:
                 "split": median_tree(splits), "landing_s": measured["landing_s"],
                 "ingest_run_s": measured["ingest_run_s"], "seen_files_log_bytes": measured["seen_files_log_bytes"],
             })  # fmt: skip
-            log(f"4. scaling: after {measured['files_before']:,} files (history ingested in "
-                f"{measured['ingest_run_s']:.0f}s during preparation), one new file: {', '.join(f'{w:.1f}' for w in walls)}s")
+            log(
+                f"4. scaling: after {measured['files_before']:,} files (history ingested in "
+                f"{measured['ingest_run_s']:.0f}s during preparation), one new file: {', '.join(f'{w:.1f}' for w in walls)}s"
+            )
         base = levels[0]["median_s"]
         for lv in levels:
             lv["vs_first"] = lv["median_s"] / base

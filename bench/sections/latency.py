@@ -47,7 +47,9 @@ def latency_server(workdir: Path) -> tuple:
 
     paths = LakehousePaths(str(workdir / "latency" / "data"))
     broker = KafkaBroker(workdir / "latency" / "kafka").start()
-    server = DagsterDev(root=paths.root, isolated=True, engine=True, env={"LAKEHOUSE_KAFKA_BOOTSTRAP": broker.bootstrap})
+    server = DagsterDev(
+        root=paths.root, isolated=True, engine=True, env={"LAKEHOUSE_KAFKA_BOOTSTRAP": broker.bootstrap}
+    )
     log(f"5. latency: starting dagster dev on {server.url} (data root {paths.root}, Kafka {broker.bootstrap})")
     try:
         server.start()
@@ -87,7 +89,9 @@ def bench_latency(cfg: Config, server: LatencyServer, paths) -> dict:
         log(f"5. latency: {cfg.drops} drops, the landing sensor launching every run")
         drops = script.measure(server.dev, paths, cfg.drops, 200, LATENCY_TIMEOUT, parts)
         log(f"5. latency: {cfg.drops} Kafka messages, the Kafka sensor launching every run")
-        messages = script.measure(server.dev, paths, cfg.drops, 200, LATENCY_TIMEOUT, kafka_parts, server.broker.bootstrap)
+        messages = script.measure(
+            server.dev, paths, cfg.drops, 200, LATENCY_TIMEOUT, kafka_parts, server.broker.bootstrap
+        )
         log(f"5. latency: {cfg.bursts} bursts, a file in each of the four sources at once")
         bursts = [script.burst_round(server.dev, paths, 7000 + i, 200, LATENCY_TIMEOUT) for i in range(cfg.bursts)]
     finally:

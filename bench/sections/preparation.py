@@ -33,7 +33,9 @@ def prepare(cfg: Config, workdir: Path, sections: set[str], parallel: int, pair:
             pool.submit(build, "devstack.archive_training")
         dev = pool.submit(latency_server, workdir) if "5" in sections else None
         # Section 1's framework root is ingested by the history process (or, without it, a CLI run).
-        warm_ups = ([] if history else [pool.submit(pair[0].dagster_cli)]) + [pool.submit(pair[1].plain)] if pair else []
+        warm_ups = (
+            ([] if history else [pool.submit(pair[0].dagster_cli)]) + [pool.submit(pair[1].plain)] if pair else []
+        )
         batch = pool.submit(throughput_files, cfg, workdir) if "3" in sections else None
         prepare_t = time.monotonic()
         named = [("section 5's server", dev), ("section 3's batch", batch)] + [("section 1's warm-up", w) for w in warm_ups]  # fmt: skip
@@ -49,7 +51,9 @@ def prepare(cfg: Config, workdir: Path, sections: set[str], parallel: int, pair:
         if history:
             try:
                 history.wait_prepared()
-                log("prepared: the history process (section 4's data roots, section 1's framework root, section 6's runs)")
+                log(
+                    "prepared: the history process (section 4's data roots, section 1's framework root, section 6's runs)"
+                )
             except Exception as error:  # noqa: BLE001 - reported by the sections that need it
                 log(f"preparation failed: {error}")
                 prepared = error
@@ -57,7 +61,9 @@ def prepare(cfg: Config, workdir: Path, sections: set[str], parallel: int, pair:
         results["preparation_cpu_s"] = {
             "history process": history.gate.cpu_when_ready if history else None,
             "latency server": tree_cpu(dev.result()[0].dev) if dev and not dev.exception() else None,
-        }  # fmt: skip
-        log(f"preparation: {results['section_s']['preparation']:.0f}s; CPU-s of the waiting processes: "
-            f"{results['preparation_cpu_s']}")
+        }
+        log(
+            f"preparation: {results['section_s']['preparation']:.0f}s; CPU-s of the waiting processes: "
+            f"{results['preparation_cpu_s']}"
+        )
     return dev, warm_ups, batch, prepared

@@ -9,7 +9,6 @@ from pathlib import Path
 from bench.common import BIN, BUDGET, Config, log, median, run
 from bench.scenario import Scenario
 
-
 # -- 3: throughput ----------------------------------------------------------------------------
 
 DUCKDB_SCRIPT = """
@@ -37,8 +36,8 @@ def throughput_files(cfg: Config, workdir: Path) -> dict:
     src = Scenario(workdir, "throughput-source")
     log(f"3. throughput: generating {cfg.big_rows:,} events, {cfg.big_files} files of them")
     (first,) = src.land(1, cfg.big_rows, gzip=0.0)
-    with open(first, "rt") as handle:
-        lines = [line for line in handle]
+    with open(first) as handle:
+        lines = list(handle)
     lines_per_file, all_lines = sum(1 for line in lines if line.strip()), len(lines)
     files = [first]
     for k in range(1, cfg.big_files):
@@ -81,7 +80,9 @@ def bench_throughput(cfg: Config, workdir: Path, batch: dict) -> dict:
         p = run([str(BIN / "python"), "-c", DUCKDB_SCRIPT, str(landing), str(sc.dir / "duck.parquet")])
         jd = p.json()
         duck.append(jd["duration_s"])
-        log(f"   rep {i}: framework query {fw[-1]:.1f}s (step {fw_step[-1]:.1f}s), plain batch {plain[-1]:.1f}s, duckdb {duck[-1]:.1f}s")
+        log(
+            f"   rep {i}: framework query {fw[-1]:.1f}s (step {fw_step[-1]:.1f}s), plain batch {plain[-1]:.1f}s, duckdb {duck[-1]:.1f}s"
+        )
     return {
         "files": cfg.big_files, "rows": lines, "bytes": size, "framework_query_s": fw, "framework_step_s": fw_step,
         "plain_batch_s": plain, "duckdb_s": duck, "duckdb_rows": jd["rows"],

@@ -15,9 +15,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.lib.declare.cdc import scd1_current, scd2_history
 from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
 from lakehouse_assets_tests.support.contract import table_history
 from lakehouse_assets_tests.support.expected import expected_history, landed_files, parse_time
+from lakehouse_assets_tests.support.lakehouse import Lakehouse
 
 HEADER = "customer_id,name,email,tier,country,op,updated_at"
 CHAIN = ["bronze_customers", "silver_customers"]
@@ -160,10 +160,12 @@ def cdc_runs(module_lakehouse: Lakehouse) -> dict:
     ):
         land(lh, name, text, compress)
         if number == 1:
-            (lh.landing("customers") / "_in-progress.csv").write_text(f"{HEADER}\nzz,In,progress,x,y,upsert,2026-01-01T00:00:00Z\n")
+            (lh.landing("customers") / "_in-progress.csv").write_text(
+                f"{HEADER}\nzz,In,progress,x,y,upsert,2026-01-01T00:00:00Z\n"
+            )
         result = lh.materialize(CHAIN)
         assert result.success
-        expected, n_valid, n_bad = expected_history(lh.root)
+        expected, _n_valid, _n_bad = expected_history(lh.root)
         snapshots[number] = (table_history(lh), expected, lh.table("silver_customers").count())
     return {"lh": lh, "snapshots": snapshots}
 
@@ -207,7 +209,7 @@ def test_history_points_of_the_scenario(cdc_runs: dict) -> None:
 @pytest.mark.slow
 def test_bad_records_and_invalid_changes_are_kept_not_fatal(cdc_runs: dict) -> None:
     lh = cdc_runs["lh"]
-    _, n_valid, n_bad = expected_history(lh.root)
+    _, _n_valid, n_bad = expected_history(lh.root)
     bronze = lh.table("bronze_customers").count()
     malformed = [r["raw_line"] for r in lh.table("bronze_customers_quarantine").collect()]
     assert sorted(malformed) == ["c7,too,few,fields", "c8,a,b,c,d,upsert,2026-01-05T10:00:00Z,extra"]
@@ -240,7 +242,9 @@ def test_a_run_without_new_changes_writes_nothing(cdc_runs: dict) -> None:
     result = lh.materialize(CHAIN)
     assert result.success
     assert table_history(lh) == before
-    events = [e for e in result.get_asset_materialization_events() if e.asset_key.to_user_string() == "silver_customers"]
+    events = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.to_user_string() == "silver_customers"
+    ]
     metadata = events[0].materialization.metadata
     assert metadata["change"].value == NO_CHANGE and "rows_written" not in metadata
 
@@ -253,4 +257,6 @@ def test_full_refresh_rebuilds_the_same_history(cdc_runs: dict) -> None:
     config = {"ops": {"silver_customers": {"config": {"full_refresh": True}}}}
     assert lh.materialize(["silver_customers"], run_config=config).success
     assert table_history(lh) == before == expected_history(lh.root)[0]
-    assert sorted(map(str, lh.table("silver_customers_quarantine").select("customer_id", "op").collect())) == quarantined
+    assert (
+        sorted(map(str, lh.table("silver_customers_quarantine").select("customer_id", "op").collect())) == quarantined
+    )

@@ -37,10 +37,11 @@ START = datetime(2026, 11, 20, 10, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    log = open(tmp_path_factory.mktemp("engine") / "engine.log", "ab")
-    with ConnectServer(free_port(), log=log) as started:
+    with (
+        open(tmp_path_factory.mktemp("engine") / "engine.log", "ab") as log,
+        ConnectServer(free_port(), log=log) as started,
+    ):
         yield started
-    log.close()
 
 
 def _java_processes() -> dict[int, tuple[int, int]]:

@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 from lakehouse_assets.lib import LakehouseError, LakehousePaths, landing, stream, streaming_table
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.csv_layout import read_header
-from lakehouse_assets.lib.engine.source_log import planned_files
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.engine.source_log import planned_files
 
 ROUND_1 = {"a.csv": "id,kwh\n1,1.5\n2,2.25\n"}
 # Columns in another order, one new, a value that is not a number; a row with a value past the
@@ -82,7 +82,8 @@ def expected(files: dict[str, str], columns: list[str], rescue_new: bool) -> lis
             rescued = {
                 name: value
                 for name, value in values.items()
-                if value is not None and ((name in columns and row[name] is None) or (name not in columns and rescue_new))
+                if value is not None
+                and ((name in columns and row[name] is None) or (name not in columns and rescue_new))
             }
             rows.append({**row, "_rescued_data": json.dumps(rescued, separators=(",", ":")) if rescued else None})
     return sorted(rows, key=lambda r: r["id"])
@@ -100,7 +101,9 @@ def test_new_columns_are_added_by_header_name_and_the_stream_downstream_follows(
     table = readings()
     land(paths, ROUND_1)
     first = run_table(spark, paths, table)
-    assert "inferred the schema of landing/meters: id int, kwh double" in [c.split(" (")[0] for c in first.schema_changes]
+    assert "inferred the schema of landing/meters: id int, kwh double" in [
+        c.split(" (")[0] for c in first.schema_changes
+    ]
     run_table(spark, paths, doubled)
     assert rows_of(spark, paths, "readings") == expected(ROUND_1, ["id", "kwh"], True)
 
@@ -163,7 +166,10 @@ def test_a_file_landing_as_the_query_starts_is_read_by_its_header(tmp_path: Path
         run_table(spark, paths, readings(), log=messages.append)
     finally:
         faults.install(None)
-    assert "readings: a CSV file landed as this run started, after its header was read: e.csv; running the query again" in messages
+    assert (
+        "readings: a CSV file landed as this run started, after its header was read: e.csv; running the query again"
+        in messages
+    )
     assert rows_of(spark, paths, "readings") == expected({**ROUND_1, **ROUND_2, **late}, ["id", "kwh", "site"], True)
 
 
@@ -185,7 +191,7 @@ def test_headers_are_read_as_spark_reads_them(tmp_path: Path) -> None:
     assert header("note,id\n", name="g.csv.gz") == ["note", "id"]
     assert header("1,2,3\n", {"header": "false"}, known=["id", "kwh"]) == ["id", "kwh", "_c2"]
     (tmp_path / "bad.csv.gz").write_bytes(b"not gzip")
-    with pytest.raises(LakehouseError, match="cannot read the header of landed file .*bad.csv.gz"):
+    with pytest.raises(LakehouseError, match=r"cannot read the header of landed file .*bad.csv.gz"):
         read_header(str(tmp_path / "bad.csv.gz"), {})
 
 

@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 import pytest
 from delta.tables import DeltaTable
 
+from lakehouse_assets.defs.bronze.events import bronze_events
 from lakehouse_assets.defs.gold.hourly_revenue import gold_hourly_revenue
 from lakehouse_assets.defs.silver.events import silver_events
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.defs.bronze.events import bronze_events
 from lakehouse_assets.lib.engine.idle import idle_stream_input
-from lakehouse_assets.lib.engine.source_log import seen_files
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from lakehouse_assets.lib.engine.source_log import seen_files
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
+from lakehouse_assets_tests.support.lakehouse import Lakehouse
 
 EVENTS_CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 TABLE_ID = "b295bf67-3c99-4a87-a5b7-1876c962fac7"

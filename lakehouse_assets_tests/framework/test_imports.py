@@ -13,7 +13,9 @@ from lakehouse_assets_tests.framework.test_architecture import REPO
 
 pytestmark = pytest.mark.unit
 
-LOADED = "import sys, json; {imports}; print(json.dumps(sorted(m for m in sys.modules if m.startswith('lakehouse_assets'))))"
+LOADED = (
+    "import sys, json; {imports}; print(json.dumps(sorted(m for m in sys.modules if m.startswith('lakehouse_assets'))))"
+)
 
 
 def loaded_after(imports: str) -> list[str]:
@@ -37,5 +39,7 @@ def test_importing_the_package_builds_no_definitions() -> None:
 
 
 def test_the_code_location_is_built_when_dagster_loads_it() -> None:
-    loaded = loaded_after("import lakehouse_assets.definitions as d; import dagster as dg; assert isinstance(d.defs(), dg.Definitions)")
+    loaded = loaded_after(
+        "import lakehouse_assets.definitions as d; import dagster as dg; assert isinstance(d.defs(), dg.Definitions)"
+    )
     assert "lakehouse_assets.definitions" in loaded and "lakehouse_assets.lib.orchestrate.code_location" in loaded

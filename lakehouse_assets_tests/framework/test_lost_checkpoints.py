@@ -59,7 +59,9 @@ def test_a_lost_flow_checkpoint_is_refused_and_a_new_flow_starts(tmp_path: Path,
         run_table(spark, paths, with_c)
     message = str(refused.value)
     assert message.startswith(f"letters (flow b): its checkpoint is missing ({paths.checkpoint('letters/flows/b')})")
-    assert message.endswith("run a full refresh of letters (run config ops: {letters: {config: {full_refresh: true}}}) to rebuild it.")
+    assert message.endswith(
+        "run a full refresh of letters (run config ops: {letters: {config: {full_refresh: true}}}) to rebuild it."
+    )
     # Unchanged: not even the table's own flow, which has a3 to read, ran.
     assert rows(spark, paths) == ["a1", "a2", "b1", "b2", "c1"]
 

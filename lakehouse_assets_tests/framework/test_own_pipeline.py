@@ -73,7 +73,11 @@ def test_collects_only_the_packages_tables() -> None:
 def test_a_pipeline_of_its_own_materializes_exactly_through_dagster(tmp_path: Path, spark) -> None:
     paths = LakehousePaths(str(tmp_path / "root"))
     defs = build_definitions(collect_tables(PACKAGE), paths)
-    assert {k.to_user_string() for k in defs.resolve_all_asset_keys()} == {"readings", "readings_quarantine", "meter_totals"}
+    assert {k.to_user_string() for k in defs.resolve_all_asset_keys()} == {
+        "readings",
+        "readings_quarantine",
+        "meter_totals",
+    }
     assert {s.name for s in defs.sensors or []} == {"landing_readings_sensor", "lakehouse_automation"}
     instance = dg.DagsterInstance.ephemeral()
     root = Path(paths.root)
@@ -105,7 +109,10 @@ def test_a_pipeline_of_its_own_materializes_exactly_through_dagster(tmp_path: Pa
         assert asserted.passed == (negative == 0)
         assert negative == 0 or asserted.metadata["error"].value == "check could not run: AssertionError"
     # A run with nothing new writes nothing.
-    versions = {n: spark.sql(f"DESCRIBE HISTORY delta.`{paths.table(n)}`").first()["version"] for n in ("readings", "meter_totals")}
+    versions = {
+        n: spark.sql(f"DESCRIBE HISTORY delta.`{paths.table(n)}`").first()["version"]
+        for n in ("readings", "meter_totals")
+    }
     assert materialize(defs, instance).success
     assert versions == {n: spark.sql(f"DESCRIBE HISTORY delta.`{paths.table(n)}`").first()["version"] for n in versions}
 
@@ -114,13 +121,13 @@ def test_a_recompute_table_reads_exactly_one_stream() -> None:
     with pytest.raises(DeclarationError, match="exactly one Delta table as a stream or change feed"):
 
         @streaming_table(group="g", sink=recompute(keys=["k"], reread_by="k"))
-        def two_streams(a, b):  # noqa: ANN001, ANN202 - never run
+        def two_streams(a, b):  # never run
             return a
 
     assert issubclass(DeclarationError, LakehouseError)
 
     @streaming_table(group="g", inputs={"lookup": static("lookup")}, sink=recompute(keys=["k"], reread_by="k"))
-    def one_stream_and_a_lookup(a, lookup):  # noqa: ANN001, ANN202 - never run
+    def one_stream_and_a_lookup(a, lookup):  # never run
         return a
 
     assert list(one_stream_and_a_lookup.streaming_inputs) == ["a"]

@@ -77,7 +77,12 @@ def expected(records: list[object], columns: dict[str, type], rescue_new: bool) 
     out = []
     for record in records:
         if not isinstance(record, dict):
-            out.append({**dict.fromkeys(columns), "_rescued_data": json.dumps({"_corrupt_record": record}, separators=(",", ":"))})
+            out.append(
+                {
+                    **dict.fromkeys(columns),
+                    "_rescued_data": json.dumps({"_corrupt_record": record}, separators=(",", ":")),
+                }
+            )
             continue
         row, rescued = {}, {}
         for column, kind in columns.items():
@@ -102,7 +107,9 @@ ROUND_3 = [{"id": "5", "kwh": 0.5, "site": "z"}, {"id": "6", "kwh": 0.25}]  # a 
 @pytest.mark.unit
 def test_ddl_columns_keep_order_and_nested_types() -> None:
     assert ddl_columns("a string, `b c` decimal(10,2), d struct<x:int,y:int>") == {
-        "a": "string", "b c": "decimal(10,2)", "d": "struct<x:int,y:int>"
+        "a": "string",
+        "b c": "decimal(10,2)",
+        "d": "struct<x:int,y:int>",
     }
     with pytest.raises(DeclarationError, match="not 'name type'"):
         ddl_columns("just_a_name")
@@ -122,7 +129,9 @@ def test_add_new_columns_grows_the_table_and_the_stream_downstream_follows(tmp_p
     first = run_table(spark, paths, table)
     assert any("inferred the schema" in c for c in first.schema_changes)
     run_table(spark, paths, doubled)
-    assert rows_of(spark, paths, "readings") == expected([r for r in ROUND_1 if r != ""], {"id": str, "kwh": float}, True)
+    assert rows_of(spark, paths, "readings") == expected(
+        [r for r in ROUND_1 if r != ""], {"id": str, "kwh": float}, True
+    )
 
     land(paths, "b.jsonl", ROUND_2)
     second = run_table(spark, paths, table)
@@ -162,7 +171,8 @@ def test_fail_on_new_columns_writes_nothing_until_the_schema_has_them(tmp_path: 
     assert rows_of(spark, paths, "readings") == before
     widened = readings("failOnNewColumns", schema="id string, kwh double, site string, extra struct<a:bigint>")
     assert run_table(spark, paths, widened).schema_changes[:2] == [
-        "added column site string (now in schema=)", "added column extra struct<a:bigint> (now in schema=)"
+        "added column site string (now in schema=)",
+        "added column extra struct<a:bigint> (now in schema=)",
     ]
     landed = [r for r in ROUND_1 + ROUND_2 if r != ""]
     want = expected(landed, {"id": str, "kwh": float, "site": str, "extra": dict}, True)
@@ -243,7 +253,11 @@ def land_parquet(paths: LakehousePaths, name: str, rows: list[dict]) -> None:
 def test_parquet_files_evolve_as_their_footers_say(tmp_path: Path, spark: SparkSession, mode: str) -> None:
     paths = LakehousePaths(str(tmp_path / "root"))
 
-    @streaming_table(group="raw", name="readings", inputs={"rows": landing("meters", format="parquet", schema_evolution=mode)})  # type: ignore[arg-type]
+    @streaming_table(
+        group="raw",
+        name="readings",
+        inputs={"rows": landing("meters", format="parquet", schema_evolution=mode)},  # type: ignore[arg-type]
+    )
     def parquet_readings(rows: DataFrame) -> DataFrame:
         return rows
 
@@ -256,7 +270,9 @@ def test_parquet_files_evolve_as_their_footers_say(tmp_path: Path, spark: SparkS
             run_table(spark, paths, parquet_readings)
         assert rows_of(spark, paths, "readings") == first
         return
-    assert run_table(spark, paths, parquet_readings).schema_changes[0] == "added column site string (first in b.parquet)"
+    assert (
+        run_table(spark, paths, parquet_readings).schema_changes[0] == "added column site string (first in b.parquet)"
+    )
     want = [{**r, "site": None} for r in first] + [{"id": "3", "kwh": 2.0, "site": "x"}]
     assert rows_of(spark, paths, "readings") == want
 
@@ -287,7 +303,10 @@ def test_avro_files_evolve_as_their_writer_schemas_say(tmp_path: Path, spark: Sp
     land_avro(spark, paths, "b.avro", [{"id": "3", "kwh": 4.0}], "id string, kwh double")
     land_avro(spark, paths, "c.avro", [{"site": "x", "id": "4", "kwh": 2.0}], "site string, id string, kwh double")
     assert run_table(spark, paths, avro_readings).schema_changes[0] == "added column site string (first in c.avro)"
-    want = [{**r, "site": None} for r in first] + [{"id": "3", "kwh": 4.0, "site": None}, {"id": "4", "kwh": 2.0, "site": "x"}]
+    want = [{**r, "site": None} for r in first] + [
+        {"id": "3", "kwh": 4.0, "site": None},
+        {"id": "4", "kwh": 2.0, "site": "x"},
+    ]
     assert rows_of(spark, paths, "readings") == want
     # Two new files that disagree on a new field's type: the run stops naming both, writing nothing.
     land_avro(spark, paths, "d.avro", [{"id": "5", "kwh": 1.0, "unit": 1}], "id string, kwh double, unit int")

@@ -71,7 +71,9 @@ def test_vacuum_keeps_the_files_a_reader_behind_needs(tmp_path: Path, spark: Spa
     assert behind["optimize_files_removed"] == 4  # one small file per commit, compacted into one
     assert (behind["oldest_reader"], behind["oldest_reader_version"]) == ("number_changes", 3)
     assert behind["retention_hours"] in (1, 2)  # versions 3 and 4 are seconds old: rounded up, plus an hour
-    assert behind["vacuum_kept"].startswith(f"{behind['retention_hours']} hours, not 0: number_changes has yet to read version 3 and later")
+    assert behind["vacuum_kept"].startswith(
+        f"{behind['retention_hours']} hours, not 0: number_changes has yet to read version 3 and later"
+    )
     assert behind["stored_files_after"] == behind["stored_files_before"] + 1  # nothing deleted
     run_table(spark, paths, number_changes)
     assert changes(spark, paths) == [(n, "insert") for n in (1, 2, 3, 4)]
@@ -87,4 +89,3 @@ def test_vacuum_keeps_the_files_a_reader_behind_needs(tmp_path: Path, spark: Spa
     assert current["vacuum_kept"] == "0 hours as configured: no reader of the project has a version left to read"
     assert current["stored_files_before"] == 6 and current["stored_files_after"] == current["active_files_after"] == 1
     assert changes(spark, paths) == [(n, "insert") for n in (1, 2, 3, 4, 5)]
-

@@ -75,8 +75,11 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
         run = wait_until(lambda: next((r for r in dev.runs() if r["runId"].startswith(run_id_prefix)), None), 60, "run")
         browser.get(f"{dev.url}/runs/{run['runId']}")
         status = wait_until(
-            lambda: next(r["status"] for r in dev.runs() if r["runId"] == run["runId"]) in ("SUCCESS", "FAILURE", "CANCELED")
-            and next(r["status"] for r in dev.runs() if r["runId"] == run["runId"]),
+            lambda: (
+                next(r["status"] for r in dev.runs() if r["runId"] == run["runId"])
+                in ("SUCCESS", "FAILURE", "CANCELED")
+                and next(r["status"] for r in dev.runs() if r["runId"] == run["runId"])
+            ),
             900,
             "the run to finish",
             5,
@@ -92,7 +95,9 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         browser.get(f"{dev.url}/assets/gold_hourly_revenue?view=lineage&lineageScope=upstream&lineageDepth=4")
         chain = {"bronze_events", "silver_events", "silver_customers", "gold_hourly_revenue"}
-        wait_until(lambda: chain <= shown_names(browser) and body_text(browser).count("Materialized") >= 5, 120, "the lineage")
+        wait_until(
+            lambda: chain <= shown_names(browser) and body_text(browser).count("Materialized") >= 5, 120, "the lineage"
+        )
         time.sleep(3)
         assert browser.save_screenshot(str(SCREENSHOTS / "lineage.png"))
         browser.get(f"{dev.url}/assets/silver_events")

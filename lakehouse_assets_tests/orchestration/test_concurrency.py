@@ -39,8 +39,8 @@ from devstack.postgres import postgres_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.orchestrate.pool_slots import PostgresEventLogStorage
-from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets_tests.support.runs import assert_events_exact, overlapping_steps, step_intervals
 
 pytestmark = pytest.mark.slow
@@ -78,7 +78,7 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark, storag
         if i == 2:  # a third run joins while the first two are going, with new files landed
             time.sleep(5)
             generate(paths, GeneratorOptions(files=2, rows=300, seed=8), ["events"])
-        log = open(tmp_path / f"run{i}.log", "wb")
+        log = open(tmp_path / f"run{i}.log", "wb")  # noqa: SIM115 - closed below once its run has ended
         procs.append(
             (
                 subprocess.Popen(
@@ -101,12 +101,14 @@ def test_overlapping_cli_runs_queue_on_table_pools(tmp_path: Path, spark, storag
                 proc.kill()
     elapsed = time.monotonic() - started
     logs = [(tmp_path / f"run{i}.log").read_text(errors="replace") for i in range(3)]
-    for (proc, _), text in zip(procs, logs):
+    for (proc, _), text in zip(procs, logs, strict=True):
         assert proc.returncode == 0, text[-3000:]
 
     instance = dg.DagsterInstance.from_config(str(home))
     try:
-        assert type(instance.run_storage).__name__ == ("PostgresRunStorage" if storage == "postgres" else "SqliteRunStorage")
+        assert type(instance.run_storage).__name__ == (
+            "PostgresRunStorage" if storage == "postgres" else "SqliteRunStorage"
+        )
         if storage == "postgres":
             assert type(instance.event_log_storage) is PostgresEventLogStorage
         runs = instance.get_runs()

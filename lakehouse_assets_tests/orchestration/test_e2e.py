@@ -21,6 +21,7 @@ import os
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark binds to 127.0.0.1 only
 
+import itertools
 import json
 import time
 import uuid
@@ -143,7 +144,7 @@ def test_dropped_files_reach_gold_without_any_launch(tmp_path: Path, spark) -> N
                   max(e for sp in intervals.values() for _, e, r in sp if r == run_id))
                  for run_id in overlap_ids]  # fmt: skip
         spans.sort()
-        assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), "runs did not overlap; nothing was tested"
+        assert any(b[0] < a[1] for a, b in itertools.pairwise(spans)), "runs did not overlap; nothing was tested"
     finally:
         instance.dispose()
     assert_events_exact(spark, root)

@@ -45,7 +45,10 @@ def test_maintenance_compacts_and_reports(lakehouse) -> None:
     assert meta["maintenance/stored_files_after"] >= meta["maintenance/stored_files_before"]
     assert meta["maintenance/retention_hours"] == SAFE_RETENTION_HOURS
     # silver_events reads bronze_events but has not run yet: it will start at the latest version
-    assert meta["maintenance/vacuum_kept"] == "168 hours as configured: no reader of the project has a version left to read"
+    assert (
+        meta["maintenance/vacuum_kept"]
+        == "168 hours as configured: no reader of the project has a version left to read"
+    )
     assert "maintenance/oldest_reader" not in meta
     for key in ("active_bytes_before", "active_bytes_after", "stored_bytes_before", "stored_bytes_after"):
         assert meta[f"maintenance/{key}"] > 0
@@ -55,7 +58,10 @@ def test_maintenance_compacts_and_reports(lakehouse) -> None:
     # streaming readers skip OPTIMIZE's dataChange=false commit: silver still gets every row once
     lakehouse.materialize("silver_events")
     assert lakehouse.table("silver_events").count() > 0
-    assert lakehouse.table("silver_events").select("event_id").distinct().count() == lakehouse.table("silver_events").count()
+    assert (
+        lakehouse.table("silver_events").select("event_id").distinct().count()
+        == lakehouse.table("silver_events").count()
+    )
 
 
 def test_unsafe_retention_is_refused(lakehouse) -> None:

@@ -22,7 +22,9 @@ from lakehouse_assets_tests.support.expected import ExpectedEvents
 
 
 def land_with_old_mtime(lakehouse, tmp_path, age_days: float, seed: int) -> None:
-    (staged,) = generate(LakehousePaths(str(tmp_path / f"producer{seed}")), GeneratorOptions(files=1, rows=50, seed=seed), ["events"])
+    (staged,) = generate(
+        LakehousePaths(str(tmp_path / f"producer{seed}")), GeneratorOptions(files=1, rows=50, seed=seed), ["events"]
+    )
     old = time.time() - age_days * 24 * 3600
     os.utime(staged, (old, old))
     os.replace(staged, lakehouse.landing("events") / f"old-{seed}-{staged.name}")

@@ -65,7 +65,9 @@ def test_one_slot_is_held_by_one_step_however_close_the_claims(storages) -> None
             if not waiting:
                 break
             holders = [run for run, s in waiting.items() if s.claim_concurrency_slot(pool, run, step_key).is_claimed]
-        assert sorted(served) == sorted(f"run{i}" for i in range(CLAIMANTS)), f"round {round_no}: only {served} got the slot"
+        assert sorted(served) == sorted(f"run{i}" for i in range(CLAIMANTS)), (
+            f"round {round_no}: only {served} got the slot"
+        )
 
 
 def test_the_claim_replaced_is_still_the_one_dagster_calls() -> None:

@@ -58,7 +58,12 @@ class Harness:
         self.during_sleep: Callable[[], None] | None = None
         readers = landing_sources(TABLES)["events"]
         self.sensor = build_landing_sensor(
-            "events", readers, next(j for j in JOBS if j.name == "ingest_events"), settings, clock=self.clock, sleep=self.sleep
+            "events",
+            readers,
+            next(j for j in JOBS if j.name == "ingest_events"),
+            settings,
+            clock=self.clock,
+            sleep=self.sleep,
         )
         self.cursor: str | None = None
         self.requests: list[dg.RunRequest] = []
@@ -140,12 +145,16 @@ def test_definitions_derive_one_sensor_and_job_per_landing_source() -> None:
         assert {t.name for t in readers} <= keys
         # every table that streams from one in the job is refreshed too, up to gold; a table
         # that only looks one up is not (a broken lookup feed must not stop it)
-        streamers = {t.name for t in TABLES if {i.table for i in t.streaming_inputs.values() if hasattr(i, "table")} & keys}
+        streamers = {
+            t.name for t in TABLES if {i.table for i in t.streaming_inputs.values() if hasattr(i, "table")} & keys
+        }
         assert streamers <= keys
         lookups_only = {t.name for t in TABLES if set(t.lookup_tables) & keys and t.name not in streamers}
         assert not lookups_only & keys
     if "events" in sources:
-        assert "gold_hourly_revenue" in {k.to_user_string() for k in defs.resolve_job_def("ingest_events").asset_layer.executable_asset_keys}
+        assert "gold_hourly_revenue" in {
+            k.to_user_string() for k in defs.resolve_job_def("ingest_events").asset_layer.executable_asset_keys
+        }
     schedules = {s.name: s for s in SCHEDULES}
     assert schedules["refresh_all_schedule"].default_status == dg.DefaultScheduleStatus.STOPPED
     for table in written:

@@ -121,7 +121,7 @@ def rerun_with_damage(lh: Lakehouse, damage, selection=CHAIN) -> dg.ExecuteInPro
 
 def repair(lh: Lakehouse, table: str) -> None:
     config = {"ops": {table: {"config": {"full_refresh": True}}}}
-    result = lh.materialize([table, *CHAIN[CHAIN.index(table) + 1:]], run_config=config)
+    result = lh.materialize([table, *CHAIN[CHAIN.index(table) + 1 :]], run_config=config)
     assert result.success
 
 

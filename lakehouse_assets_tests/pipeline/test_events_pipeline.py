@@ -106,9 +106,11 @@ def test_incremental_run_reads_only_new_files_and_stays_exact(runs: dict) -> Non
     assert meta["rows_read"] - meta["reduced_by_function"] == new_lines
     # Re-delivered records are kept in bronze but never duplicate silver.
     assert lh.table("bronze_events").where("event_id = 'late-purchase'").count() == 1
-    late_window = lh.table("gold_hourly_revenue").where(
-        "window_start = timestamp'2026-11-20 10:00:00' AND category = 'books'"
-    ).first()
+    late_window = (
+        lh.table("gold_hourly_revenue")
+        .where("window_start = timestamp'2026-11-20 10:00:00' AND category = 'books'")
+        .first()
+    )
     assert late_window["revenue"] >= 1000.0
 
 

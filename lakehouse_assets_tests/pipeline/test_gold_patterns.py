@@ -24,8 +24,8 @@ from pyspark.testing import assertDataFrameEqual
 from lakehouse_assets.defs.gold.ad_attribution import attribute_clicks
 from lakehouse_assets.defs.gold.customer_ltv import customer_ltv
 from lakehouse_assets.defs.gold.user_sessions import user_sessions
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
 from lakehouse_assets_tests.support.expected import close
+from lakehouse_assets_tests.support.lakehouse import Lakehouse
 
 LATENESS = timedelta(hours=1)
 GAP = timedelta(minutes=30)
@@ -257,7 +257,7 @@ class Expected:
                     continue  # written already, or its window has not passed the watermark yet
                 match = [(k, c_at) for k, (ci, c_at, _) in clicks.items() if ci == i and at <= c_at <= at + WINDOW]
                 if match:
-                    (k, c_at), = match
+                    ((k, c_at),) = match
                     rows[i] = (i, ad, u, at, k, c_at, True)
                 else:
                     rows[i] = (i, ad, u, at, None, None, False)
@@ -272,7 +272,7 @@ class Expected:
         for user, evs in by_user.items():
             evs.sort(key=lambda e: e[1])
             group: list = []
-            for e in evs + [None]:
+            for e in [*evs, None]:
                 if group and (e is None or e[1] - group[-1][1] >= GAP):
                     purchases = [g for g in group if g[3] == "purchase"]
                     sessions.append((
@@ -354,7 +354,7 @@ def test_which_run_each_session_appears_in(gold_runs: dict) -> None:
         ("u2", "11:50"): 2,  # e7 arrived late, within the allowed lateness
         ("u2", "13:40"): 3,  # e9 (15:30): watermark 14:30 passes 14:10
     }  # u3@15:30 stays open: no later data has passed it yet
-    u1_first = [s for s in snapshots[3]["sessions"] if s[0] == "u1" and s[1] == t("10:00")][0]
+    u1_first = next(s for s in snapshots[3]["sessions"] if s[0] == "u1" and s[1] == t("10:00"))
     assert u1_first[3:] == (3, 2, 1, 10.0), "the late e6 must not change a closed session"
 
 

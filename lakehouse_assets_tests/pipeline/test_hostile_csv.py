@@ -29,7 +29,7 @@ QUARANTINED: dict[str, tuple[str, set[str], list[str]]] = {
         # record then has too few fields and is quarantined with all that text (u2 and u3 are
         # not lost: they are in its raw_line).
         f'{HEADER}\n{RECORD.format(id="u1")}\nu2,"Unclosed,u2@example.com,gold,US,upsert,2026-01-05T10:00:00Z\n'
-        f'{RECORD.format(id="u3")}\n',
+        f"{RECORD.format(id='u3')}\n",
         {"u1"},
         ['u2,"Unclosed,u2@example.com,gold,US,upsert,2026-01-05T10:00:00Z\n' + RECORD.format(id="u3")],
     ),
@@ -61,13 +61,17 @@ def ingested(module_lakehouse: Lakehouse) -> Lakehouse:
 
 
 def test_malformed_records_are_quarantined_with_their_file(ingested: Lakehouse) -> None:
-    got = Counter((Path(r["_source_file"]).name, r["raw_line"]) for r in ingested.table("bronze_customers_quarantine").collect())
+    got = Counter(
+        (Path(r["_source_file"]).name, r["raw_line"]) for r in ingested.table("bronze_customers_quarantine").collect()
+    )
     want = Counter((name, line) for name, (_, _, lines) in QUARANTINED.items() for line in lines)
     assert got == want
 
 
 def test_valid_records_are_all_kept(ingested: Lakehouse) -> None:
-    got = Counter((Path(r["_source_file"]).name, r["customer_id"]) for r in ingested.table("bronze_customers").collect())
+    got = Counter(
+        (Path(r["_source_file"]).name, r["customer_id"]) for r in ingested.table("bronze_customers").collect()
+    )
     want = Counter((name, i) for name, (_, ids, _) in QUARANTINED.items() for i in ids)
     want[("compressed.csv.gz", "z1")] += 1
     assert got == want
@@ -85,7 +89,9 @@ def test_valid_records_are_all_kept(ingested: Lakehouse) -> None:
         pytest.param("customer_id,name,email,tier,country,op", id="missing-column"),
     ],
 )
-def test_a_wrong_header_is_set_aside_in_spark_s_words_and_the_rest_flows(lakehouse: Lakehouse, header: str | None) -> None:
+def test_a_wrong_header_is_set_aside_in_spark_s_words_and_the_rest_flows(
+    lakehouse: Lakehouse, header: str | None
+) -> None:
     """A file whose reading fails (a poison file) is set aside once it failed twice in a row, in
     the same run, and the folder's other files are read."""
     folder = lakehouse.landing("customers")
@@ -113,7 +119,9 @@ def test_a_poison_file_fixed_is_taken_back_in_and_read_once(lakehouse: Lakehouse
     fixed = folder / "_set_aside" / "wrong-header.csv"
     fixed.write_text(f"{HEADER}\n{RECORD.format(id='h1')}\n{RECORD.format(id='h2')}\n")
     env = {**os.environ, "LAKEHOUSE_ROOT": str(lakehouse.root)}
-    listed = subprocess.run([sys.executable, "-m", "lakehouse_assets.set_aside"], env=env, capture_output=True, text=True)
+    listed = subprocess.run(
+        [sys.executable, "-m", "lakehouse_assets.set_aside"], env=env, capture_output=True, text=True
+    )
     assert listed.returncode == 0 and "wrong-header.csv" in listed.stdout, listed.stderr
     retaken = subprocess.run([sys.executable, "-m", "lakehouse_assets.set_aside", "retake", "bronze_customers"],
                              env=env, capture_output=True, text=True)  # fmt: skip

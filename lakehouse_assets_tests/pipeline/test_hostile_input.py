@@ -24,14 +24,16 @@ def event(event_id: str, **fields: object) -> str:
     return json.dumps(record)
 
 
+# Each file's lines hug their join([...]), one line per record.
+# fmt: off
 CORPUS: dict[str, bytes] = {
     "garbage.jsonl": b"\n".join([b'{"event_id": "cut', b"<html>502 Bad Gateway</html>", b"{,}", b"null",
-                                 event("ok-garbage-file").encode()]),  # fmt: skip
+                                 event("ok-garbage-file").encode()]),
     "arrays-and-scalars.jsonl": b"\n".join([b"[1, 2]", b'[{"event_id": "in-array"}]', b"42", b'"text"', b"true"]),
     "invalid-utf8.jsonl": b"\n".join([
         event("utf8-ok", note="x").encode().replace(b'"x"', b'"caf\xe9 \xff"'),
         b"\xff\xfe\x00garbage",
-    ]),  # fmt: skip
+    ]),
     "huge-line.jsonl": event("huge", blob="x" * 10_000_000).encode(),
     "deep.jsonl": b'{"event_id": "deep", "nested": ' + b'{"a": ' * 3000 + b"1" + b"}" * 3000 + b"}",
     "empty.jsonl": b"",
@@ -41,7 +43,7 @@ CORPUS: dict[str, bytes] = {
         event("drift-amount-string", amount="12").encode(),
         event("drift-amount-object", amount={"value": 12}).encode(),
         event("drift-id-number").replace('"drift-id-number"', "12345").encode(),
-    ]),  # fmt: skip
+    ]),
     "odd-times.jsonl": b"\n".join([
         event("t-far-past", event_time="1200-01-01T00:30:00Z").encode(),
         event("t-far-future", event_time="9999-12-31T22:30:00Z").encode(),
@@ -49,15 +51,16 @@ CORPUS: dict[str, bytes] = {
         event("t-epoch", event_time="1763633730").encode(),
         event("t-words", event_time="last tuesday").encode(),
         event("t-date-only", event_time="2026-11-20").encode(),
-    ]),  # fmt: skip
+    ]),
     "amounts.jsonl": b"\n".join([
         event("a-negative", amount=-5).encode(),
         event("a-huge", amount=1e300).encode(),
         event("a-zero", amount=0).encode(),
         event("a-null", amount=None).encode(),
         event("a-bool", amount=True).encode(),
-    ]),  # fmt: skip
+    ]),
 }
+# fmt: on
 
 
 @pytest.fixture(scope="module")

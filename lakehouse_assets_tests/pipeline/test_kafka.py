@@ -51,9 +51,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
 
 def produce_round(broker: KafkaBroker, seed: int) -> Messages:
     """Generated events with bad values and re-deliveries, a tombstone and a blank value."""
-    lines: list[str | None] = list(Generator(GeneratorOptions(seed=seed, start=START, bad_lines=0.05, duplicate=0.08)).event_lines(150))
+    lines: list[str | None] = list(
+        Generator(GeneratorOptions(seed=seed, start=START, bad_lines=0.05, duplicate=0.08)).event_lines(150)
+    )
     lines += [None, "   ", lines[0], lines[3]]
-    return list(zip(lines, produce_lines(broker.bootstrap, "events", lines, partitions=3)))
+    return list(zip(lines, produce_lines(broker.bootstrap, "events", lines, partitions=3), strict=True))
 
 
 def land_round(root: Path, seed: int) -> None:
@@ -114,7 +116,9 @@ def assert_sink_has_every_change(spark: SparkSession, root: Path, broker: KafkaB
         newest[change_id(m)[:2]] = m
     gold = spark.read.format("delta").load(LakehousePaths(str(root)).table("gold_hourly_revenue")).collect()
     assert {(r.window_start, r.category): (round(r.revenue, 6), r.orders, r.buyers) for r in gold} == {
-        key: (round(m["revenue"], 6), m["orders"], m["buyers"]) for key, m in newest.items() if m["change_type"] != "delete"
+        key: (round(m["revenue"], 6), m["orders"], m["buyers"])
+        for key, m in newest.items()
+        if m["change_type"] != "delete"
     }
     return sent
 
@@ -172,7 +176,9 @@ def kafka_lines(lines: DataFrame) -> DataFrame:
     return lines.select("value", "_source_file", "_kafka_partition", "_kafka_offset")
 
 
-@streaming_table(group="test", inputs={"lines": landing("notes")}, flows=[append_flow("kafka", inputs={"lines": kafka("not_yet")})])
+@streaming_table(
+    group="test", inputs={"lines": landing("notes")}, flows=[append_flow("kafka", inputs={"lines": kafka("not_yet")})]
+)
 def notes(lines: DataFrame) -> DataFrame:
     return lines.select("value", "_source_file")
 
@@ -190,16 +196,20 @@ def test_unreachable_broker_and_missing_topic_fail_fast_with_one_sentence(
     with pytest.raises(LakehouseError, match=f"kafka_lines: no Kafka broker answers at {nobody}"):
         run_table(spark, paths, kafka_lines)
     monkeypatch.setenv("LAKEHOUSE_KAFKA_BOOTSTRAP", broker.bootstrap)
-    with pytest.raises(LakehouseError, match=f"kafka_lines: Kafka topic retained does not exist yet on {broker.bootstrap}"):
+    with pytest.raises(
+        LakehouseError, match=f"kafka_lines: Kafka topic retained does not exist yet on {broker.bootstrap}"
+    ):
         run_table(spark, paths, kafka_lines)
     # A further flow whose topic nobody has produced to yet does not hold up the table's files.
     (tmp_path / "landing" / "notes").mkdir(parents=True)
     (tmp_path / "landing" / "notes" / "a.txt").write_text("one\ntwo\n")
     report = run_table(spark, paths, notes)
     assert report.rows_written == 2
-    assert any("notes (flow kafka): skipped: Kafka topic not_yet does not exist yet" in w for w in report.warnings), report.warnings
+    assert any("notes (flow kafka): skipped: Kafka topic not_yet does not exist yet" in w for w in report.warnings), (
+        report.warnings
+    )
     monkeypatch.delenv("LAKEHOUSE_KAFKA_BOOTSTRAP")
-    with pytest.raises(LakehouseError, match="kafka_lines reads Kafka .retained. but no broker is configured"):
+    with pytest.raises(LakehouseError, match=r"kafka_lines reads Kafka .retained. but no broker is configured"):
         run_table(spark, paths, kafka_lines)
 
 
@@ -215,7 +225,10 @@ def test_messages_removed_by_retention_before_they_were_read_stop_the_run_until_
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     admin.delete_records({TopicPartition("retained", 0): 8})
     admin.close()
-    with pytest.raises(LakehouseError, match=r"kafka_lines: Kafka no longer holds messages .*retained/0 holds offsets from 8, the checkpoint is at 5.*full refresh"):
+    with pytest.raises(
+        LakehouseError,
+        match=r"kafka_lines: Kafka no longer holds messages .*retained/0 holds offsets from 8, the checkpoint is at 5.*full refresh",
+    ):
         run_table(spark, paths, kafka_lines)
     assert values(spark, paths) == [f"m{i}" for i in range(5)], "nothing written by the refused run"
     run_table(spark, paths, kafka_lines, full_refresh_first=True)

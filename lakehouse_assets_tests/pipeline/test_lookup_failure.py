@@ -48,7 +48,9 @@ def test_a_broken_customers_file_does_not_stop_the_revenue_tables(lakehouse: Lak
     revenue_before = lh.table("gold_hourly_revenue").count()
 
     (lh.landing("customers") / "broken.csv").write_text(WRONG_HEADER)
-    generate(lh.paths, GeneratorOptions(files=1, rows=120, seed=32, start=START + timedelta(hours=3)), sources=["events"])
+    generate(
+        lh.paths, GeneratorOptions(files=1, rows=120, seed=32, start=START + timedelta(hours=3)), sources=["events"]
+    )
 
     customers = run_job(lh, "ingest_customers")
     assert not customers.success
@@ -71,14 +73,18 @@ def test_a_broken_customers_file_does_not_stop_the_revenue_tables(lakehouse: Lak
     described = {c.name: c.description for c in silver["dagster/column_schema"].value.columns}
     assert "silver_customers" in described["customer_tier"]
     quarantine = next(
-        m.metadata for m in events.asset_materializations_for_node("bronze_events") if m.asset_key.path == ["bronze_events_quarantine"]
+        m.metadata
+        for m in events.asset_materializations_for_node("bronze_events")
+        if m.asset_key.path == ["bronze_events_quarantine"]
     )
     assert all(c.description for c in quarantine["dagster/column_schema"].value.columns)
 
     # Once the file is fixed the feed catches up and the note goes away.
     (lh.landing("customers") / "broken.csv").unlink()
     assert run_job(lh, "ingest_customers").success
-    generate(lh.paths, GeneratorOptions(files=1, rows=50, seed=33, start=START + timedelta(hours=5)), sources=["events"])
+    generate(
+        lh.paths, GeneratorOptions(files=1, rows=50, seed=33, start=START + timedelta(hours=5)), sources=["events"]
+    )
     again = run_job(lh, "ingest_events")
     assert again.success and not [w for w in warnings_of(lh, again) if "lookup" in w]
     assert_events_exact(lh.spark, lh.root)

@@ -24,7 +24,10 @@ from lakehouse_assets.lib.paths import LakehousePaths
 RULE = ReconcilesWith(
     other="silver",
     this_sql={"revenue": "sum(revenue)", "orders": "sum(orders)"},
-    other_sql={"revenue": "sum(amount) FILTER (WHERE event_type = 'purchase')", "orders": "count_if(event_type = 'purchase')"},
+    other_sql={
+        "revenue": "sum(amount) FILTER (WHERE event_type = 'purchase')",
+        "orders": "count_if(event_type = 'purchase')",
+    },
     tolerance=1e-9,
 )
 
@@ -36,7 +39,10 @@ class Tables:
         self.spark, self.paths = spark, LakehousePaths(str(root))
         self.gold: list[tuple[float, int]] = []
         self.silver: list[tuple[str, float, str]] = []
-        for name, columns in (("gold", "revenue DOUBLE, orders BIGINT"), ("silver", "id STRING, amount DOUBLE, event_type STRING")):
+        for name, columns in (
+            ("gold", "revenue DOUBLE, orders BIGINT"),
+            ("silver", "id STRING, amount DOUBLE, event_type STRING"),
+        ):
             spark.sql(
                 f"CREATE TABLE delta.`{self.paths.table(name)}` ({columns}) USING delta "
                 "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
@@ -44,12 +50,14 @@ class Tables:
 
     def add(self, gold: list[tuple[float, int]], silver: list[tuple[str, float, str]]) -> None:
         if gold:
-            self.spark.createDataFrame(gold, "revenue DOUBLE, orders BIGINT").write.format("delta").mode("append").save(self.paths.table("gold"))
+            self.spark.createDataFrame(gold, "revenue DOUBLE, orders BIGINT").write.format("delta").mode("append").save(
+                self.paths.table("gold")
+            )
             self.gold += gold
         if silver:
-            self.spark.createDataFrame(silver, "id STRING, amount DOUBLE, event_type STRING").write.format("delta").mode("append").save(
-                self.paths.table("silver")
-            )
+            self.spark.createDataFrame(silver, "id STRING, amount DOUBLE, event_type STRING").write.format(
+                "delta"
+            ).mode("append").save(self.paths.table("silver"))
             self.silver += silver
 
     def expected(self) -> dict[str, float]:
@@ -68,12 +76,17 @@ class Tables:
 
 
 def totals(outcome: CheckOutcome) -> dict[str, float]:
-    return {k: pytest.approx(outcome.metadata[k]) for k in ("revenue", "orders", "revenue_in_silver", "orders_in_silver")}
+    return {
+        k: pytest.approx(outcome.metadata[k]) for k in ("revenue", "orders", "revenue_in_silver", "orders_in_silver")
+    }
 
 
 def test_every_way_of_evaluating_gives_the_full_scan_answer(spark, tmp_path: Path) -> None:
     t = Tables(spark, tmp_path)
-    t.add([(10.0, 1), (5.5, 2)], [("a", 10.0, "purchase"), ("b", 2.5, "purchase"), ("c", 3.0, "purchase"), ("d", 99.0, "view")])
+    t.add(
+        [(10.0, 1), (5.5, 2)],
+        [("a", 10.0, "purchase"), ("b", 2.5, "purchase"), ("c", 3.0, "purchase"), ("d", 99.0, "view")],
+    )
     first = t.evaluate(None)
     assert first.passed and first.metadata["evaluated"] == "full scan"
     assert totals(first) == t.expected()
@@ -82,7 +95,11 @@ def test_every_way_of_evaluating_gives_the_full_scan_answer(spark, tmp_path: Pat
     followed = t.evaluate(first)
     assert followed.passed and followed.metadata["evaluated"] == "followed through the change data feeds"
     assert followed.metadata["evaluations_since_full_scan"] == 1
-    assert totals(followed) == t.expected() == {"revenue": 19.5, "orders": 4, "revenue_in_silver": 19.5, "orders_in_silver": 4}
+    assert (
+        totals(followed)
+        == t.expected()
+        == {"revenue": 19.5, "orders": 4, "revenue_in_silver": 19.5, "orders_in_silver": 4}
+    )
 
     carried = t.evaluate(followed)
     assert carried.passed and carried.metadata["evaluated"] == "carried over (neither table changed)"

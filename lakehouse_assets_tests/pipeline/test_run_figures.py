@@ -93,7 +93,9 @@ def test_every_tables_figures_add_up_and_match_its_log(rounds: dict, run: str) -
             continue
         dropped = sum(meta[k] for k in DROPPED_KINDS)
         assert meta["rows_dropped"] == dropped, table
-        assert meta["rows_read"] == meta["rows_written"] + meta["rows_quarantined"] + dropped + meta["reduced_by_function"], table
+        assert (
+            meta["rows_read"] == meta["rows_written"] + meta["rows_quarantined"] + dropped + meta["reduced_by_function"]
+        ), table
         assert meta["rows_read"] == read_in_batches.get(table, 0), (table, meta)
         assert summaries[table] == (meta["rows_read"], meta["rows_written"], meta["rows_quarantined"], dropped), table
 
@@ -119,7 +121,13 @@ def test_figures_are_what_the_tables_gained(rounds: dict, run: str) -> None:
     silver = meta["silver_events"]
     assert silver["rows_written"] == gained["silver_events"]
     assert silver["rows_quarantined"] == gained["silver_events_quarantine"]
-    assert silver["dropped_duplicates"] == gained["bronze_events"] - gained["silver_events"] - gained["silver_events_quarantine"] - silver["dropped_expectations"]
+    assert (
+        silver["dropped_duplicates"]
+        == gained["bronze_events"]
+        - gained["silver_events"]
+        - gained["silver_events_quarantine"]
+        - silver["dropped_expectations"]
+    )
     assert silver["dropped_duplicates"] > 0  # the generator re-delivers 3% of the events
     assert meta["gold_user_sessions"]["rows_written"] == gained["gold_user_sessions"]
 
@@ -136,7 +144,11 @@ def test_a_run_without_new_data_records_no_figures_over_the_last_real_ones(round
         assert meta["delta_version"] == first[table]["delta_version"], table
     # Dagster's plots of a figure see only the runs that did something.
     history = lh.instance.fetch_materializations(dg.AssetKey("silver_events"), limit=10).records
-    plotted = [r.asset_materialization.metadata["rows_read"].value for r in history if "rows_read" in r.asset_materialization.metadata]
+    plotted = [
+        r.asset_materialization.metadata["rows_read"].value
+        for r in history
+        if "rows_read" in r.asset_materialization.metadata
+    ]
     assert len(plotted) == 2 and all(n > 0 for n in plotted)
 
 

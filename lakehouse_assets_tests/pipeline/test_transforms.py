@@ -68,7 +68,9 @@ def test_clean_events_types_devices_and_tiers(spark: SparkSession) -> None:
         ],
         SILVER_CUSTOMERS_SCHEMA,
     )
-    result = clean_events(bronze, customers).select("event_id", "event_ts", "event_date", "device_type", "customer_tier")
+    result = clean_events(bronze, customers).select(
+        "event_id", "event_ts", "event_date", "device_type", "customer_tier"
+    )
     expected = spark.createDataFrame(
         [
             ("a", datetime(2026, 11, 21, 10, 15, 30, 123000), date(2026, 11, 21), "mobile", "gold"),
@@ -135,7 +137,14 @@ def test_hourly_revenue_windows_categories_and_buyers(spark: SparkSession) -> No
 
 
 def test_the_counting_pass_names_the_landed_files_of_stored_rows(spark: SparkSession) -> None:
-    rows = [(1, "/l/a.jsonl"), (-1, "/l/b.jsonl"), (2, "kafka://t/0/7"), (3, "/l/a.jsonl"), (-4, "/l/c.jsonl"), (5, "/l/c.jsonl")]
+    rows = [
+        (1, "/l/a.jsonl"),
+        (-1, "/l/b.jsonl"),
+        (2, "kafka://t/0/7"),
+        (3, "/l/a.jsonl"),
+        (-4, "/l/c.jsonl"),
+        (5, "/l/c.jsonl"),
+    ]
     df = spark.createDataFrame(rows, "n int, _source_file string")
     expectations = [expect_or_drop("n_positive", "n > 0")]
     counts, files = expectation_counts(with_expectation_flags(df, expectations), expectations)

@@ -21,8 +21,8 @@ from lakehouse_assets.lib.engine.lease_store import S3LeaseStore
 from lakehouse_assets.lib.engine.table_lease import Fence
 from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 
 def test_s3proxy_creates_an_object_once_when_eight_writers_race_for_it(s3: S3Server) -> None:

@@ -21,7 +21,9 @@ def orders(shop: str, round_no: int) -> list[dict]:
     return rows
 
 
-def _change(c: int, day: int, second: int, tier: str, country: str, op: str = "UPSERT", minute: int = 0, hour: int = 0) -> dict:
+def _change(
+    c: int, day: int, second: int, tier: str, country: str, op: str = "UPSERT", minute: int = 0, hour: int = 0
+) -> dict:
     return {"customer_id": f"c{c}", "name": f"name{c}", "tier": tier, "country": country,
             "updated_at": f"2026-03-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}", "op": op}  # fmt: skip
 
@@ -45,7 +47,7 @@ def customer_changes(round_no: int) -> list[dict]:
     change = _change
     if round_no > 2:
         previous = _random_changes(round_no - 1) if round_no > 3 else customer_changes(2)
-        return _random_changes(round_no) + [previous[0]]
+        return [*_random_changes(round_no), previous[0]]
     if round_no == 1:
         return [change(0, 1, 0, "gold", "DE"), change(1, 1, 0, "silver", "FR"), change(2, 1, 0, "gold", "US"),
                 change(3, 1, 0, "bronze", "US"), change(1, 2, 0, "gold", "FR")]  # fmt: skip
@@ -70,7 +72,7 @@ def land(landing: Path, folder: str, name: str, rows: list[dict]) -> None:
 def land_round(landing: Path, round_no: int) -> tuple[list[dict], list[dict], list[dict]]:
     """Land round ``round_no``'s file of each source; its (EU orders, US orders, changes)."""
     new = orders("eu", round_no), orders("us", round_no), customer_changes(round_no)
-    for folder, rows in zip(("orders_eu", "orders_us", "customers"), new):
+    for folder, rows in zip(("orders_eu", "orders_us", "customers"), new, strict=True):
         land(landing, folder, f"{round_no}.json", rows)
     return new
 

@@ -67,7 +67,9 @@ def create_sdp_database(remote: str) -> None:
     """The database SDP's datasets go to, on the engine at ``remote`` (SDP does not create it)."""
     address, token = client_environment(remote)
     create = f"from pyspark.sql import SparkSession as S; S.builder.remote({address!r}).create().sql('CREATE SCHEMA IF NOT EXISTS {SDP_DATABASE}')"
-    subprocess.run([sys.executable, "-c", create], env=_client_env() | token, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-c", create], env=_client_env() | token, check=True, capture_output=True, timeout=300
+    )
 
 
 def run_spark_pipelines(project: Path, remote: str) -> tuple[float, str]:

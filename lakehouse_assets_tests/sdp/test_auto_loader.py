@@ -34,16 +34,20 @@ def test_auto_loader_options_map_onto_a_landing_input() -> None:
     )
     found = auto_loader_input(read, "f.py:3")
     assert (found.path, found.source, found.glob, found.schema_hints, found.evolution) == (
-        "s3a://bucket/raw/meters/", "meters", "*.json", "kwh double", "addNewColumns"
+        "s3a://bucket/raw/meters/",
+        "meters",
+        "*.json",
+        "kwh double",
+        "addNewColumns",
     )
     avro = auto_loader_input(FileRead("cloudFiles", ("/x/m",), True, (("cloudFiles.format", "avro"),)), "f.py:3")
     assert (avro.format, avro.source, avro.evolution) == ("avro", "m", "addNewColumns")
     plain_csv = auto_loader_input(FileRead("cloudFiles", ("/x/s",), True, (("cloudFiles.format", "csv"),)), "f.py:3")
     # Databricks' defaults for CSV: the first line is a record, every column a string.
     assert (plain_csv.format, plain_csv.options, plain_csv.infer_column_types) == ("csv", {"header": "false"}, False)
-    with pytest.raises(DeclarationError, match="f.py:3: Auto Loader reads cloudFiles.format 'json'.*not 'text'"):
+    with pytest.raises(DeclarationError, match=r"f.py:3: Auto Loader reads cloudFiles.format 'json'.*not 'text'"):
         auto_loader_input(FileRead("cloudFiles", ("/x",), True, (("cloudFiles.format", "text"),)), "f.py:3")
-    with pytest.raises(DeclarationError, match="useManagedFileEvents|usemanagedfileevents"):
+    with pytest.raises(DeclarationError, match=r"useManagedFileEvents|usemanagedfileevents"):
         options = (("cloudFiles.format", "json"), ("cloudFiles.useManagedFileEvents", "true"))
         auto_loader_input(FileRead("cloudFiles", ("/x",), True, options), "f.py:3")
 
@@ -97,8 +101,16 @@ def test_auto_loader_code_runs_as_written_and_follows_a_new_field(tmp_path: Path
     assert not (root / "landing").exists()
     # capacity typed double by inference, meter string by its hint, region added as a column;
     # each file read by its own header's names.
-    site_rows = sorted((r.asDict() for r in spark.read.format("delta").load(str(root / "tables" / "raw_sites"))
-                        .select("meter", "capacity", "region", "_rescued_data").collect()), key=lambda r: r["meter"])
+    site_rows = sorted(
+        (
+            r.asDict()
+            for r in spark.read.format("delta")
+            .load(str(root / "tables" / "raw_sites"))
+            .select("meter", "capacity", "region", "_rescued_data")
+            .collect()
+        ),
+        key=lambda r: r["meter"],
+    )
     assert site_rows == [
         {"meter": "1", "capacity": 5.0, "region": None, "_rescued_data": None},
         {"meter": "10", "capacity": 3.0, "region": "north", "_rescued_data": None},

@@ -15,7 +15,7 @@ from lakehouse_assets.lib import LakehousePaths, load_spark_pipeline
 from lakehouse_assets.lib.declare.inputs import CatalogInput
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
 
-SHOP = '''from pyspark import pipelines as dp
+SHOP = """from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
 
@@ -35,7 +35,7 @@ def revenue_by_region():
         .groupBy(F.coalesce("region", F.lit("unknown")).alias("region"))
         .agg(F.round(F.sum("amount"), 2).alias("revenue"))
     )
-'''
+"""
 ORDERS = [("o1", "FR", 10.0), ("o2", "DE", 5.5), ("o3", "US", 7.25), ("o4", "JP", 1.0)]
 
 
@@ -53,9 +53,13 @@ def test_a_catalog_table_is_read_by_name_and_followed(tmp_path: Path, spark, mon
     (project / "transformations").mkdir(parents=True)
     (project / "transformations" / "shop.py").write_text(SHOP)
     spec = project / "spark-pipeline.yml"
-    spec.write_text(f"name: shop\nstorage: pipeline-storage\nconfiguration:\n  shop.landing: {landing}\nlibraries:\n  - glob:\n      include: transformations/**\n")
+    spec.write_text(
+        f"name: shop\nstorage: pipeline-storage\nconfiguration:\n  shop.landing: {landing}\nlibraries:\n  - glob:\n      include: transformations/**\n"
+    )
     landing.mkdir(parents=True)
-    (landing / "orders.json").write_text("".join(json.dumps({"order_id": o, "country": c, "amount": a}) + "\n" for o, c, a in ORDERS))
+    (landing / "orders.json").write_text(
+        "".join(json.dumps({"order_id": o, "country": c, "amount": a}) + "\n" for o, c, a in ORDERS)
+    )
 
     view = {t.name: t for t in pipeline_tables(spec)}["revenue_by_region"]
     assert view.inputs["country_regions"] == CatalogInput("country_regions") and view.upstream_tables == ["orders"]
@@ -70,5 +74,8 @@ def test_a_catalog_table_is_read_by_name_and_followed(tmp_path: Path, spark, mon
         ).save(regions_path)
         result = dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, selection="*")
         assert result.success
-        got = {r.region: r.revenue for r in spark.read.format("delta").load(str(root / "tables" / "revenue_by_region")).collect()}
+        got = {
+            r.region: r.revenue
+            for r in spark.read.format("delta").load(str(root / "tables" / "revenue_by_region")).collect()
+        }
         assert got == expected(regions)

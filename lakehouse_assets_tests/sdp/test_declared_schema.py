@@ -42,9 +42,13 @@ def test_the_table_gets_the_declared_types_and_a_mismatch_is_one_sentence(tmp_pa
     run_table(spark, paths, tables["orders"])
     table = spark.read.format("delta").load(paths.table("orders"))
     assert [(f.name, f.dataType.simpleString()) for f in table.schema.fields] == [
-        ("order_id", "string"), ("AMOUNT", "decimal(10,2)")
+        ("order_id", "string"),
+        ("AMOUNT", "decimal(10,2)"),
     ]
     assert table.schema["order_id"].metadata.get("comment") == "the order"
     assert [tuple(r) for r in table.collect()] == [("o1", __import__("decimal").Decimal("10.13"))]
-    with pytest.raises(LakehouseError, match="amounts: its query's columns do not match its schema=: missing none; not declared order_id"):
+    with pytest.raises(
+        LakehouseError,
+        match="amounts: its query's columns do not match its schema=: missing none; not declared order_id",
+    ):
         run_table(spark, paths, tables["amounts"])

@@ -22,12 +22,16 @@ TIME_ZONE = "spark.sql.session.timeZone"
 def pipeline(landing_folder: Path) -> str:
     read = f"spark.readStream.format('json').schema('id STRING').load({str(landing_folder)!r})"
     zone = "select('id', F.current_timezone().alias('zone'))"
-    return HEADER + "from pyspark.sql import functions as F\n\n" + (
-        f"@dp.table(spark_conf={{'{TIME_ZONE}': 'Asia/Tokyo'}})\n"
-        f"def zones():\n    return {read}.{zone}\n\n\n"
-        f"@dp.append_flow(target='zones', spark_conf={{'{TIME_ZONE}': 'America/Lima'}})\n"
-        f"def lima():\n    return {read}.{zone}\n\n\n"
-        f"@dp.table\ndef plain():\n    return {read}.{zone}\n"
+    return (
+        HEADER
+        + "from pyspark.sql import functions as F\n\n"
+        + (
+            f"@dp.table(spark_conf={{'{TIME_ZONE}': 'Asia/Tokyo'}})\n"
+            f"def zones():\n    return {read}.{zone}\n\n\n"
+            f"@dp.append_flow(target='zones', spark_conf={{'{TIME_ZONE}': 'America/Lima'}})\n"
+            f"def lima():\n    return {read}.{zone}\n\n\n"
+            f"@dp.table\ndef plain():\n    return {read}.{zone}\n"
+        )
     )
 
 
@@ -70,6 +74,9 @@ def test_a_setting_spark_cannot_change_stops_the_flow_in_one_sentence(tmp_path: 
         flows=[append_flow("static", inputs={}, spark_conf={"spark.sql.warehouse.dir": str(tmp_path / "w")})],
     )(orders)
     paths = LakehousePaths(str(tmp_path))
-    with pytest.raises(DeclarationError, match=r"^orders/flows/static: spark_conf spark\.sql\.warehouse\.dir=.* cannot be set for one flow: "):
+    with pytest.raises(
+        DeclarationError,
+        match=r"^orders/flows/static: spark_conf spark\.sql\.warehouse\.dir=.* cannot be set for one flow: ",
+    ):
         run_table(spark, paths, table)
     assert [r.line for r in spark.read.format("delta").load(paths.table("orders")).collect()] == ["one"]

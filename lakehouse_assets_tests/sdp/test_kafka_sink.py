@@ -20,7 +20,7 @@ from lakehouse_assets.lib import LakehousePaths, load_spark_pipeline
 
 pytestmark = pytest.mark.slow
 TOPIC = "orders_out"
-PIPELINE = '''from pyspark import pipelines as dp
+PIPELINE = """from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
 
@@ -35,7 +35,7 @@ dp.create_sink("orders_out", "kafka", {{"kafka.bootstrap.servers": "{bootstrap}"
 @dp.append_flow(target="orders_out")
 def send_orders():
     return spark.readStream.table("orders").select({columns})
-'''
+"""
 RECORD = 'F.col("order_id").alias("key"), F.to_json(F.struct("order_id", "amount")).alias("value")'
 
 
@@ -47,8 +47,12 @@ def land(landing: Path, name: str, orders: list[tuple[str, float]]) -> None:
 
 
 def sent(broker: KafkaBroker) -> Counter:
-    consumer = KafkaConsumer(TOPIC, bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
-    records = Counter((m.key.decode(), json.loads(m.value)["order_id"], json.loads(m.value)["amount"]) for m in consumer)
+    consumer = KafkaConsumer(
+        TOPIC, bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000
+    )
+    records = Counter(
+        (m.key.decode(), json.loads(m.value)["order_id"], json.loads(m.value)["amount"]) for m in consumer
+    )
     consumer.close()
     return records
 
@@ -63,7 +67,9 @@ def test_a_kafka_sink_sends_each_row_as_a_record(tmp_path: Path, spark, monkeypa
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))
     (project / "transformations").mkdir(parents=True)
     spec = project / "spark-pipeline.yml"
-    spec.write_text(f"name: shop\nstorage: s\nconfiguration:\n  shop.landing: {landing}\nlibraries:\n  - glob:\n      include: transformations/**\n")
+    spec.write_text(
+        f"name: shop\nstorage: s\nconfiguration:\n  shop.landing: {landing}\nlibraries:\n  - glob:\n      include: transformations/**\n"
+    )
     code = project / "transformations" / "shop.py"
     instance = dg.DagsterInstance.ephemeral()
     rounds = [[("o1", 10.0), ("o2", 5.5)], [("o3", 7.25), ("o4", 1.0), ("o5", 2.0)]]

@@ -16,7 +16,7 @@ from lakehouse_assets_tests.sdp.test_sdp_loading import project
 
 pytestmark = pytest.mark.unit
 
-LAKEFLOW = '''import dlt
+LAKEFLOW = """import dlt
 from pyspark.sql import functions as F
 
 
@@ -45,7 +45,7 @@ dlt.apply_changes(target="customers", source="customer_changes", keys=["customer
 @dlt.table(comment="Revenue per customer.")
 def revenue():
     return dlt.read("orders").groupBy("customer_id").agg(F.sum("amount").alias("revenue"))
-'''
+"""
 
 
 def test_lakeflow_code_declares_the_same_datasets_as_written(tmp_path: Path) -> None:
@@ -86,11 +86,23 @@ def test_a_batch_lakeflow_table_that_is_not_a_group_by_is_recomputed_whole(tmp_p
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('@dlt.table(path="/mnt/x")\ndef t():\n    return dlt.read_stream("orders")\n', r"lakeflow\.py:\d+: @dlt.table t: path= is a Databricks"),
-        ('dlt.create_streaming_table("s", expect_all={"a": "x > 0"})\n', r"lakeflow\.py:\d+: dlt.create_streaming_table\('s'\): expectations here go on the functions"),
-        ('dlt.create_streaming_table("s")\ndlt.apply_changes(target="s", source="orders", keys=["order_id"], '
-         'sequence_by="amount", where="amount > 0")\n', r"lakeflow\.py:\d+: dlt.apply_changes\('s'\): where= is not supported"),
-        ('dlt.apply_changes_from_snapshot("s", source=lambda v: None, keys=["k"])\n', r"lakeflow\.py:\d+: create_auto_cdc_from_snapshot_flow\('s'\): the source is a dataset's name here; a function returning historical snapshots is not supported"),
+        (
+            '@dlt.table(path="/mnt/x")\ndef t():\n    return dlt.read_stream("orders")\n',
+            r"lakeflow\.py:\d+: @dlt.table t: path= is a Databricks",
+        ),
+        (
+            'dlt.create_streaming_table("s", expect_all={"a": "x > 0"})\n',
+            r"lakeflow\.py:\d+: dlt.create_streaming_table\('s'\): expectations here go on the functions",
+        ),
+        (
+            'dlt.create_streaming_table("s")\ndlt.apply_changes(target="s", source="orders", keys=["order_id"], '
+            'sequence_by="amount", where="amount > 0")\n',
+            r"lakeflow\.py:\d+: dlt.apply_changes\('s'\): where= is not supported",
+        ),
+        (
+            'dlt.apply_changes_from_snapshot("s", source=lambda v: None, keys=["k"])\n',
+            r"lakeflow\.py:\d+: create_auto_cdc_from_snapshot_flow\('s'\): the source is a dataset's name here; a function returning historical snapshots is not supported",
+        ),
     ],
     ids=["path", "expectations-on-create", "apply-changes-where", "historical-snapshots"],
 )

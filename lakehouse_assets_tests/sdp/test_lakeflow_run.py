@@ -64,7 +64,9 @@ def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch:
         for _, c, a in orders:
             if a > 0:
                 revenue[c] += a
-        assert {r.customer_id: r.revenue for r in table("revenue").collect()} == {c: round(v, 2) for c, v in revenue.items()}
+        assert {r.customer_id: r.revenue for r in table("revenue").collect()} == {
+            c: round(v, 2) for c, v in revenue.items()
+        }
         latest = {c: t for c, t, _ in sorted(changes, key=lambda x: x[2])}
         current = {r.customer_id: r.tier for r in table("customers").where("is_current").collect()}
         assert current == latest

@@ -51,7 +51,9 @@ def materialize_killed(root: Path, home: Path, remote: str) -> None:
     command = [str(dagster), "asset", "materialize", "-f", str(EXAMPLE / "definitions.py"), "--select", "*"]
     log = root / "tables" / "silver_orders" / "_delta_log"
     before = len(list(log.glob("*.json")))
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    child = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 300
         while len(list(log.glob("*.json"))) == before and child.poll() is None and time.monotonic() < deadline:
@@ -100,7 +102,9 @@ ROUND_FIGURES = ("bronze_orders_eu", "bronze_customer_changes", "customer_revenu
 
 def materialization_ids(instance: dg.DagsterInstance) -> set[int]:
     """The materializations recorded so far of the assets whose figures each round checks."""
-    return {r.storage_id for a in ROUND_FIGURES for r in instance.fetch_materializations(dg.AssetKey(a), limit=1000).records}
+    return {
+        r.storage_id for a in ROUND_FIGURES for r in instance.fetch_materializations(dg.AssetKey(a), limit=1000).records
+    }
 
 
 def new_metadata(instance: dg.DagsterInstance, asset: str, seen: set[int]) -> list[dict]:
@@ -119,10 +123,15 @@ def assert_tables_exact(spark, root: Path, eu: list[dict], us: list[dict], chang
     assert len(got) == len(silver)
     assert {(r["order_id"], r["customer_id"], r["amount"], r["region"]) for r in got} == silver
     current = answers.customers_scd1(changes)
-    got_current = {(r["customer_id"], r["name"], r["tier"], r["country"], stamp(r["updated_at"])) for r in table(spark, root, "customers")}
+    got_current = {
+        (r["customer_id"], r["name"], r["tier"], r["country"], stamp(r["updated_at"]))
+        for r in table(spark, root, "customers")
+    }
     assert got_current == current
     history = table(spark, root, "customers_history")
-    got_history = {(r["customer_id"], r["tier"], r["country"], stamp(r["valid_from"]), stamp(r["valid_to"])) for r in history}
+    got_history = {
+        (r["customer_id"], r["tier"], r["country"], stamp(r["valid_from"]), stamp(r["valid_to"])) for r in history
+    }
     assert len(history) == len(got_history)
     assert got_history == answers.customers_scd2(changes)
     assert all(r["is_current"] == (r["valid_to"] is None) for r in history)
@@ -136,7 +145,9 @@ def assert_read_by_name(spark, root: Path, remote: str) -> None:
     """A client of the engine reads a dataset by its name alone (the SQL command line)."""
     env = {**os.environ, "LAKEHOUSE_ROOT": str(root), "SPARK_REMOTE": remote}
     query = "SELECT count(*) AS customers, sum(orders) AS orders FROM customer_revenue"
-    done = subprocess.run([sys.executable, "-m", "lakehouse_assets.sql", query], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "lakehouse_assets.sql", query], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     by_path = spark.read.format("delta").load(str(root / "tables" / "customer_revenue"))
     customers, orders = by_path.count(), by_path.agg({"orders": "sum"}).first()[0]
@@ -157,7 +168,10 @@ def test_example_pipeline_runs_unchanged_and_exact_over_two_rounds(tmp_path: Pat
         text = source.read_text()
         assert "lakehouse_assets" not in text, f"{source.name} must hold only pyspark.pipelines code"
     root, home = example
-    with open(tmp_path / "engine.log", "wb") as log, ConnectServer(free_port(), log=log, conf=side_by_side.engine_conf(tmp_path)) as engine:
+    with (
+        open(tmp_path / "engine.log", "wb") as log,
+        ConnectServer(free_port(), log=log, conf=side_by_side.engine_conf(tmp_path)) as engine,
+    ):
         run_two_rounds(spark, root, home, engine.url)
         assert_read_by_name(spark, root, engine.url)
         assert_same_as_spark_pipelines(spark, root, tmp_path, engine.url)
@@ -182,7 +196,9 @@ def run_two_rounds(spark, root: Path, home: Path, remote: str) -> None:
         instance = dg.DagsterInstance.from_config(str(home))
         # Streaming tables read only the new files, once across the killed run and the next.
         assert sum(m.get("rows_read", 0) for m in new_metadata(instance, "bronze_orders_eu", seen)) == len(new_eu)
-        assert sum(m.get("rows_read", 0) for m in new_metadata(instance, "bronze_customer_changes", seen)) == len(new_changes)
+        assert sum(m.get("rows_read", 0) for m in new_metadata(instance, "bronze_customer_changes", seen)) == len(
+            new_changes
+        )
         assert len(table(spark, root, "bronze_orders_us")) == len(us)
         # The GROUP BY over one dataset is maintained by key; the join is recomputed whole.
         assert "incremental" in {m.get("refresh") for m in new_metadata(instance, "customer_revenue", seen)}
@@ -195,9 +211,13 @@ def run_two_rounds(spark, root: Path, home: Path, remote: str) -> None:
             (latest,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
             assert latest.status.value == "SUCCEEDED", (asset, check, latest.status)
         if round_no == 1:  # a run with nothing new landed (round 2 leaves the UI test its figures)
-            versions = {name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")}
+            versions = {
+                name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")
+            }
             materialize_all(root, home, remote)
-            after = {name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")}
+            after = {
+                name: len(os.listdir(root / "tables" / name / "_delta_log")) for name in os.listdir(root / "tables")
+            }
             assert after == versions, "a run with nothing new changed a table"
             seen = materialization_ids(dg.DagsterInstance.from_config(str(home)))
 
@@ -230,4 +250,4 @@ def test_the_ui_shows_every_dataset_with_lineage_metadata_and_checks(example, br
         assert browser.save_screenshot(str(SCREENSHOTS / "sdp-asset-page.png"))
         for asset, check in (("customer_revenue", "unique_customer_id"), ("customers_history", "scd2_history_valid")):
             browser.get(f"{dev.url}/assets/{asset}?view=checks")
-            wait_until(lambda: check in body_text(browser), 120, f"{asset}'s check {check}")
+            wait_until(lambda check=check: check in body_text(browser), 120, f"{asset}'s check {check}")

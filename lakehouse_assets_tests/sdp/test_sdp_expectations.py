@@ -48,7 +48,9 @@ def test_expectations_drop_quarantine_warn_and_fail(tmp_path: Path, spark, monke
     assert sorted(r.payment_id for r in quarantine) == sorted(r["payment_id"] for r in quarantined)
     assert all("known_currency" in r.failed_expectations for r in quarantine)
 
-    metadata = {k: getattr(v, "value", v) for k, v in result.asset_materializations_for_node("payments")[0].metadata.items()}
+    metadata = {
+        k: getattr(v, "value", v) for k, v in result.asset_materializations_for_node("payments")[0].metadata.items()
+    }
     assert metadata["expectation/has_note/failed"] == sum(r["note"] is None for r in rows)
     assert metadata["expectation/positive_amount/failed"] == sum(r["amount"] <= 0 for r in rows)
     assert metadata["expectation/known_currency/failed"] == sum(r["currency"] not in ("EUR", "USD") for r in rows)

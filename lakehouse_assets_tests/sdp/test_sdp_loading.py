@@ -78,20 +78,40 @@ def test_component_builds_the_same_assets() -> None:
 @pytest.mark.parametrize(
     ("files", "message"),
     [
-        ({"a.py": HEADER + "@dp.materialized_view\ndef t():\n    return spark.range(3)\n\n\n"
-                  "@dp.materialized_view(name='t')\ndef t2():\n    return spark.range(4)\n"},
-         r"a\.py:8: t is defined twice \(first at .*a\.py:3\)"),
-        ({"a.py": HEADER + "@dp.table\ndef t():\n    return spark.readStream.table('nope')\n"},
-         r"a\.py:3: t reads nope, which is not a dataset of this pipeline \(a stream of it cannot be read\)"),
-        ({"a.py": HEADER + "@dp.materialized_view\ndef x():\n    return spark.read.table('y')\n\n\n"
-                  "@dp.materialized_view\ndef y():\n    return spark.read.table('x')\n"},
-         r"cycle: (x -> y -> x|y -> x -> y)"),
-        ({"a.sql": "\n-- a view of nothing\nCREATE MATERIALIZED VIEW m AS SELECT 1"}, r"a\.sql:3: the query reads no dataset"),
-        ({"a.py": HEADER + "@dp.table\ndef t():\n    return spark.range(3)\n"}, r"a\.py:3: flow t into t reads no stream"),
-        ({"a.py": HEADER + "@dp.materialized_view(format='parquet')\ndef t():\n    return spark.range(3)\n"},
-         r"a\.py:3: t: format='parquet'; tables here are Delta tables"),
-        ({"a.py": HEADER + "@dp.materialized_view\ndef t():\n    return spark.range(3).collect()\n"},
-         r"a\.py:3: t: its function failed while building its query"),
+        (
+            {
+                "a.py": HEADER + "@dp.materialized_view\ndef t():\n    return spark.range(3)\n\n\n"
+                "@dp.materialized_view(name='t')\ndef t2():\n    return spark.range(4)\n"
+            },
+            r"a\.py:8: t is defined twice \(first at .*a\.py:3\)",
+        ),
+        (
+            {"a.py": HEADER + "@dp.table\ndef t():\n    return spark.readStream.table('nope')\n"},
+            r"a\.py:3: t reads nope, which is not a dataset of this pipeline \(a stream of it cannot be read\)",
+        ),
+        (
+            {
+                "a.py": HEADER + "@dp.materialized_view\ndef x():\n    return spark.read.table('y')\n\n\n"
+                "@dp.materialized_view\ndef y():\n    return spark.read.table('x')\n"
+            },
+            r"cycle: (x -> y -> x|y -> x -> y)",
+        ),
+        (
+            {"a.sql": "\n-- a view of nothing\nCREATE MATERIALIZED VIEW m AS SELECT 1"},
+            r"a\.sql:3: the query reads no dataset",
+        ),
+        (
+            {"a.py": HEADER + "@dp.table\ndef t():\n    return spark.range(3)\n"},
+            r"a\.py:3: flow t into t reads no stream",
+        ),
+        (
+            {"a.py": HEADER + "@dp.materialized_view(format='parquet')\ndef t():\n    return spark.range(3)\n"},
+            r"a\.py:3: t: format='parquet'; tables here are Delta tables",
+        ),
+        (
+            {"a.py": HEADER + "@dp.materialized_view\ndef t():\n    return spark.range(3).collect()\n"},
+            r"a\.py:3: t: its function failed while building its query",
+        ),
     ],
     ids=["defined-twice", "missing-input", "cycle", "sql-file", "batch-into-streaming-table", "format", "action"],
 )
@@ -117,11 +137,15 @@ def test_a_delta_sink_is_an_asset_fed_by_its_flows(tmp_path: Path) -> None:
     assert tables["export"].upstream_tables == ["raw"] and not tables["export"].writes_delta
     kafka = sink.replace("'delta', {'path': '/tmp/export'}", "'kafka', {'topic': 't', 'kafka.linger.ms': '5'}")
     (tmp_path / "k").mkdir()
-    (to_kafka,) = [t for t in pipeline_tables(project(tmp_path / "k", {"a.py": HEADER + raw + kafka})) if t.name == "export"]
+    (to_kafka,) = [
+        t for t in pipeline_tables(project(tmp_path / "k", {"a.py": HEADER + raw + kafka})) if t.name == "export"
+    ]
     assert to_kafka.sink == KafkaSink("t", None, None, {"kafka.linger.ms": "5"}) and not to_kafka.writes_delta
     parquet = sink.replace("'delta', {'path': '/tmp/export'}", "'parquet', {'path': '/tmp/export'}")
     (tmp_path / "p").mkdir()
-    with pytest.raises(LakehouseError, match=r"a\.py:\d+: sink export: a sink here is a Delta table at a path, .* or a Kafka topic"):
+    with pytest.raises(
+        LakehouseError, match=r"a\.py:\d+: sink export: a sink here is a Delta table at a path, .* or a Kafka topic"
+    ):
         pipeline_tables(project(tmp_path / "p", {"a.py": HEADER + raw + parquet}))
 
 
@@ -138,7 +162,9 @@ def test_a_column_of_any_session_names_its_column() -> None:
 
 
 def test_dp_streaming_table_is_a_streaming_table(tmp_path: Path) -> None:
-    body = "@dp.streaming_table\ndef raw():\n    return spark.readStream.format('json').schema('a INT').load('landing')\n"
+    body = (
+        "@dp.streaming_table\ndef raw():\n    return spark.readStream.format('json').schema('a INT').load('landing')\n"
+    )
     (raw,) = pipeline_tables(project(tmp_path, {"a.py": HEADER + body}))
     assert raw.name == "raw" and isinstance(raw.sink, AppendSink)
     import pyspark.pipelines
@@ -147,20 +173,33 @@ def test_dp_streaming_table_is_a_streaming_table(tmp_path: Path) -> None:
 
 
 def tables_of(tmp_path: Path, body: str) -> dict:
-    return {t.name: t for t in pipeline_tables(project(tmp_path, {"a.py": HEADER + "from pyspark.sql import Window, functions as F\n" + body}))}
+    return {
+        t.name: t
+        for t in pipeline_tables(
+            project(tmp_path, {"a.py": HEADER + "from pyspark.sql import Window, functions as F\n" + body})
+        )
+    }
 
 
-BRONZE = "@dp.table\ndef b():\n    return spark.readStream.format('json').schema('k STRING, v INT').load('landing')\n\n\n"
+BRONZE = (
+    "@dp.table\ndef b():\n    return spark.readStream.format('json').schema('k STRING, v INT').load('landing')\n\n\n"
+)
 
 
 @pytest.mark.parametrize(
     ("query", "incremental"),
     [
         ("spark.read.table('b').groupBy('k').agg(F.sum('v').alias('s'))", True),
-        ("spark.read.table('b').where('v > 0').groupBy('k').agg(F.sum('v').alias('s')).withColumn('t', F.lit(1))", True),
+        (
+            "spark.read.table('b').where('v > 0').groupBy('k').agg(F.sum('v').alias('s')).withColumn('t', F.lit(1))",
+            True,
+        ),
         # HAVING: a key whose new rows alone do not pass would never be recomputed.
         ("spark.read.table('b').groupBy('k').agg(F.sum('v').alias('s')).where('s > 100')", False),
-        ("spark.read.table('b').withColumn('w', F.sum('v').over(Window.partitionBy())).groupBy('k').agg(F.max('w'))", False),
+        (
+            "spark.read.table('b').withColumn('w', F.sum('v').over(Window.partitionBy())).groupBy('k').agg(F.max('w'))",
+            False,
+        ),
         ("spark.read.table('b').withColumn('k', F.upper('k')).groupBy('k').agg(F.sum('v').alias('s'))", False),
         ("spark.read.table('b').groupBy().agg(F.sum('v').alias('s'))", False),
     ],
@@ -185,11 +224,17 @@ def test_flows_keep_their_checkpoints_by_name_whatever_their_order(tmp_path: Pat
 
 
 def test_auto_cdc_from_a_view_must_keep_the_key(tmp_path: Path) -> None:
-    cdc = "dp.create_streaming_table('t')\ndp.create_auto_cdc_flow(target='t', source='v', keys=['k'], sequence_by='v')\n"
+    cdc = (
+        "dp.create_streaming_table('t')\ndp.create_auto_cdc_flow(target='t', source='v', keys=['k'], sequence_by='v')\n"
+    )
     keeps = BRONZE + "@dp.temporary_view\ndef v():\n    return spark.readStream.table('b').where('v > 0')\n\n\n" + cdc
     (tmp_path / "keeps").mkdir()
     assert tables_of(tmp_path / "keeps", keeps)["t"].upstream_tables == ["b"]
-    rewrites = BRONZE + "@dp.temporary_view\ndef v():\n    return spark.readStream.table('b').withColumn('k', F.upper('k'))\n\n\n" + cdc
+    rewrites = (
+        BRONZE
+        + "@dp.temporary_view\ndef v():\n    return spark.readStream.table('b').withColumn('k', F.upper('k'))\n\n\n"
+        + cdc
+    )
     (tmp_path / "rewrites").mkdir()
     with pytest.raises(LakehouseError, match=r"reads the view v, which must be row-wise operators .* keep k"):
         tables_of(tmp_path / "rewrites", rewrites)

@@ -58,7 +58,9 @@ def test_snapshots_become_a_current_table_and_a_history(tmp_path: Path, spark, m
     for i, snapshot in enumerate(SNAPSHOTS):
         for old in folder.iterdir():
             old.unlink()
-        (folder / f"day{i}.json").write_text("".join(json.dumps({"id": k, "tier": v}) + "\n" for k, v in snapshot.items()))
+        (folder / f"day{i}.json").write_text(
+            "".join(json.dumps({"id": k, "tier": v}) + "\n" for k, v in snapshot.items())
+        )
         result = dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, selection="*")
         assert result.success
         assert table("customers") == sorted(snapshot.items())

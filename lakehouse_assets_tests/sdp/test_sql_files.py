@@ -74,11 +74,23 @@ def test_a_sql_file_declares_datasets_flows_and_lineage() -> None:
         ("\nCREATE MATERIALIZED VIEW m AS SELECT FROM WHERE", r"a\.sql:2: the query does not parse"),
         ("CREATE MATERIALIZED VIEW m", r"a\.sql:1: materialized view m has no query"),
         ("CREATE STREAMING TABLE s LOCATION '/x' AS SELECT * FROM STREAM(m)", r"a\.sql:1: cannot read 'LOCATION'"),
-        ("CREATE STREAMING TABLE s PARTITIONED BY (a) CLUSTER BY (b)", r"a\.sql:1: s is partitioned or clustered, not both"),
-        ("CREATE STREAMING TABLE s (CONSTRAINT c EXPECT (a > 0) ON VIOLATION QUARANTINE ROW)", r"a\.sql:1: cannot read 'CONSTRAINT"),
+        (
+            "CREATE STREAMING TABLE s PARTITIONED BY (a) CLUSTER BY (b)",
+            r"a\.sql:1: s is partitioned or clustered, not both",
+        ),
+        (
+            "CREATE STREAMING TABLE s (CONSTRAINT c EXPECT (a > 0) ON VIOLATION QUARANTINE ROW)",
+            r"a\.sql:1: cannot read 'CONSTRAINT",
+        ),
     ],
-    ids=["not-a-pipeline-statement", "parse-error", "no-query", "unknown-clause", "partitioned-and-clustered",
-         "unknown-violation"],
+    ids=[
+        "not-a-pipeline-statement",
+        "parse-error",
+        "no-query",
+        "unknown-clause",
+        "partitioned-and-clustered",
+        "unknown-violation",
+    ],
 )
 def test_what_cannot_run_is_one_sentence_naming_file_and_line(tmp_path: Path, sql: str, message: str) -> None:
     with pytest.raises(DeclarationError, match=message):

@@ -48,7 +48,9 @@ def ensure_chromium() -> tuple[str, str]:
 @contextmanager
 def chromium_driver(profile: Path) -> Iterator:
     chromium, driver_path = ensure_chromium()
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra: pip install -e '.[test]'")
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason="selenium is in the test extra: pip install -e '.[test]'"
+    )
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
@@ -80,7 +82,9 @@ def wait_until(predicate, timeout: float, what: str, step: float = 1.0):
 def shown_names(driver) -> set[str]:
     """Names shown on the page: text, plus the full names of labels shortened with an ellipsis
     (the graph keeps those in a ``data-tooltip`` attribute)."""
-    tooltips = driver.execute_script("return [...document.querySelectorAll('[data-tooltip]')].map(e => e.dataset.tooltip)")
+    tooltips = driver.execute_script(
+        "return [...document.querySelectorAll('[data-tooltip]')].map(e => e.dataset.tooltip)"
+    )
     return set(tooltips) | set(body_text(driver).split())
 
 

@@ -67,8 +67,7 @@ def assert_tables_match_landed_files(lh: Lakehouse) -> ExpectedEvents:
 
     # Silver quarantine: every bronze row failing an expectation, with the names it failed.
     got = Counter(
-        (r["event_id"], tuple(sorted(r["failed_expectations"])))
-        for r in lh.table("silver_events_quarantine").collect()
+        (r["event_id"], tuple(sorted(r["failed_expectations"]))) for r in lh.table("silver_events_quarantine").collect()
     )
     want = Counter(
         (str(r.get("event_id")) if r.get("event_id") is not None else None, tuple(sorted(expected.failures(r))))

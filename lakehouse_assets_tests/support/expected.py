@@ -35,7 +35,7 @@ def is_blank(line: str) -> bool:
 
 
 def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or "T" not in value and " " not in value:
+    if not isinstance(value, str) or ("T" not in value and " " not in value):
         return None
     try:
         parsed = datetime.fromisoformat(value)

@@ -51,7 +51,9 @@ def test_a_sink_whose_checkpoint_is_gone_is_refused_until_a_full_refresh(tmp_pat
     shutil.rmtree(paths.checkpoint("publish"))
     message = refused(paths, sink)
     assert message.startswith(f"publish: its checkpoint is missing ({paths.checkpoint('publish')}) but it ran before")
-    assert message.endswith("run a full refresh of publish (run config ops: {publish: {config: {full_refresh: true}}}) to rebuild it.")
+    assert message.endswith(
+        "run a full refresh of publish (run config ops: {publish: {config: {full_refresh: true}}}) to rebuild it."
+    )
     assert message.count(". ") == 0  # one sentence
 
     full_refresh(NO_SPARK, paths, sink, log=lambda line: None)  # type: ignore[arg-type]  # no Delta output to empty

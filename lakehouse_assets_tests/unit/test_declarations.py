@@ -31,7 +31,7 @@ def test_an_input_that_is_not_a_parameter() -> None:
     with pytest.raises(DeclarationError, match=r"orders: inputs \['customers'\] are not parameters of the function"):
 
         @streaming_table(group="g", inputs={"customers": static("customers")})
-        def orders(bronze):  # noqa: ANN001, ANN202 - never run
+        def orders(bronze):  # never run
             return bronze
 
 
@@ -39,11 +39,11 @@ def test_a_table_is_partitioned_or_clustered_not_both() -> None:
     with pytest.raises(DeclarationError, match=r"orders: a Delta table is partitioned or clustered, not both"):
 
         @streaming_table(group="g", inputs={"raw": stream("raw")}, partition_by=["day"], cluster_by=["customer_id"])
-        def orders(raw):  # noqa: ANN001, ANN202 - never run
+        def orders(raw):  # never run
             return raw
 
     @streaming_table(group="g", inputs={"raw": stream("raw")}, cluster_by=["customer_id"])
-    def clustered(raw):  # noqa: ANN001, ANN202 - never run
+    def clustered(raw):  # never run
         return raw
 
     assert clustered.cluster_by == ["customer_id"] and clustered.partition_by == []
@@ -53,12 +53,12 @@ def test_a_once_flow_reads_snapshots() -> None:
     with pytest.raises(DeclarationError, match=r"orders: once-flow 'old' is a backfill: give it snapshots"):
 
         @streaming_table(group="g", inputs={"raw": stream("raw")}, flows=[append_flow("old", inputs={}, once=True)])
-        def orders(raw):  # noqa: ANN001, ANN202 - never run
+        def orders(raw):  # never run
             return raw
 
     @streaming_table(group="g", inputs={"raw": stream("raw")},
                      flows=[append_flow("old", inputs={"raw": static("old_orders")}, once=True)])  # fmt: skip
-    def orders2(raw):  # noqa: ANN001, ANN202 - never run
+    def orders2(raw):  # never run
         return raw
 
     assert [(f.flow, f.once) for f in orders2.flow_runs()] == [(None, False), ("old", True)]
@@ -68,35 +68,40 @@ def test_a_recompute_table_reads_exactly_one_stream() -> None:
     with pytest.raises(DeclarationError, match="exactly one Delta table as a stream or change feed"):
 
         @streaming_table(group="g", sink=recompute(keys=["k"], reread_by="k"))
-        def totals(a, b):  # noqa: ANN001, ANN202
+        def totals(a, b):
             return a
 
 
 def test_an_overwrite_table_reads_snapshots_and_keeps_no_quarantine() -> None:
-    with pytest.raises(DeclarationError, match=r"overwrite table reads every input as a snapshot .* streaming inputs: \['a'\]"):
+    with pytest.raises(
+        DeclarationError, match=r"overwrite table reads every input as a snapshot .* streaming inputs: \['a'\]"
+    ):
 
         @streaming_table(group="g", sink=overwrite())
-        def snapshot(a):  # noqa: ANN001, ANN202
+        def snapshot(a):
             return a
 
     with pytest.raises(DeclarationError, match="quarantine: snapshot_q"):
 
         @streaming_table(group="g", sink=overwrite(), inputs={"a": static("a")}, quarantine=Quarantine("snapshot_q"))
-        def snapshot2(a):  # noqa: ANN001, ANN202
+        def snapshot2(a):
             return a
 
 
 def test_flows_are_named_once_and_read_parameters_of_their_function() -> None:
     with pytest.raises(DeclarationError, match="two flows are named 'eu'"):
 
-        @streaming_table(group="g", flows=[append_flow("eu", inputs={"a": stream("x")}), append_flow("eu", inputs={"a": stream("y")})])
-        def orders(a):  # noqa: ANN001, ANN202
+        @streaming_table(
+            group="g",
+            flows=[append_flow("eu", inputs={"a": stream("x")}), append_flow("eu", inputs={"a": stream("y")})],
+        )
+        def orders(a):
             return a
 
     with pytest.raises(DeclarationError, match=r"flow 'us' inputs \['z'\] are not parameters"):
 
         @streaming_table(group="g", flows=[append_flow("us", inputs={"z": stream("y")})])
-        def orders2(a):  # noqa: ANN001, ANN202
+        def orders2(a):
             return a
 
     with pytest.raises(DeclarationError, match="letters, digits"):
@@ -106,13 +111,15 @@ def test_flows_are_named_once_and_read_parameters_of_their_function() -> None:
 def test_a_recompute_table_has_no_append_flows() -> None:
     with pytest.raises(DeclarationError, match="cannot have append flows"):
 
-        @streaming_table(group="g", sink=recompute(keys=["k"], reread_by="k"), flows=[append_flow("f", inputs={"a": stream("b")})])
-        def totals(a):  # noqa: ANN001, ANN202
+        @streaming_table(
+            group="g", sink=recompute(keys=["k"], reread_by="k"), flows=[append_flow("f", inputs={"a": stream("b")})]
+        )
+        def totals(a):
             return a
 
 
 def test_kafka_takes_topics_or_a_pattern() -> None:
-    with pytest.raises(DeclarationError, match="give a topic .* or a pattern, not both and not neither"):
+    with pytest.raises(DeclarationError, match=r"give a topic .* or a pattern, not both and not neither"):
         kafka()
     with pytest.raises(DeclarationError):
         kafka("events", pattern="ev.*")
@@ -123,11 +130,11 @@ def test_two_tables_of_one_name_in_a_package() -> None:
     package.__path__ = []  # a package with no sub-modules
 
     @streaming_table(group="g", name="orders")
-    def a(x):  # noqa: ANN001, ANN202
+    def a(x):
         return x
 
     @streaming_table(group="g", name="orders")
-    def b(x):  # noqa: ANN001, ANN202
+    def b(x):
         return x
 
     package.a, package.b = a, b
@@ -146,7 +153,7 @@ def test_every_error_of_the_framework_has_one_root() -> None:
 def test_check_names_are_refused_when_dagster_could_not_tell_them_apart() -> None:
     def table(checks: list) -> None:
         @streaming_table(group="g", checks=checks)
-        def t(a):  # noqa: ANN001, ANN202 - never run
+        def t(a):  # never run
             return a
 
     with pytest.raises(DeclarationError, match="t: check name 'kwh-ok' may hold only letters, digits and _"):

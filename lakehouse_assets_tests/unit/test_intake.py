@@ -183,7 +183,7 @@ def test_a_run_leaves_no_list_that_grows_with_every_file(tmp_path: Path) -> None
     from lakehouse_assets.lib.engine.report import RunReport
 
     @streaming_table(group="raw", inputs={"rows": landing("meters", format="json", clean_source="archive")})
-    def meters(rows):  # noqa: ANN001, ANN202 - never run
+    def meters(rows):  # never run
         return rows
 
     paths = LakehousePaths(str(tmp_path))

@@ -27,7 +27,9 @@ def test_a_download_that_differs_from_its_pin_is_refused_and_not_kept(tmp_path: 
     served = tmp_path / "served.jar"
     served.write_bytes(b"the artifact")
     target = tmp_path / "cache" / "artifact-1.0.jar"
-    with pytest.raises(ChecksumMismatch, match=r"^Setup stopped: artifact-1\.0\.jar \(the thing\) has SHA-256 [0-9a-f]{64}, not"):
+    with pytest.raises(
+        ChecksumMismatch, match=r"^Setup stopped: artifact-1\.0\.jar \(the thing\) has SHA-256 [0-9a-f]{64}, not"
+    ):
         download(served.as_uri(), target, "0" * 64, "the thing", "pins.py")
     assert list(target.parent.iterdir()) == [], "a refused download was left in the cache"
     download(served.as_uri(), target, sha256_of(served), "the thing", "pins.py")

@@ -58,7 +58,13 @@ def checkpoint(paths: LakehousePaths, reader: Reader, batch: int, committed: boo
 
 
 def offset(version: int, index: int = -1, starting: bool = False, table_id: str = TABLE_ID) -> dict:
-    return {"sourceVersion": 1, "reservoirId": table_id, "reservoirVersion": version, "index": index, "isStartingVersion": starting}
+    return {
+        "sourceVersion": 1,
+        "reservoirId": table_id,
+        "reservoirVersion": version,
+        "index": index,
+        "isStartingVersion": starting,
+    }
 
 
 def reader(options: dict[str, str] | None = None) -> Reader:
@@ -74,7 +80,10 @@ def test_the_readers_of_a_table_are_its_streams_and_change_feeds_flows_included(
     both = streaming_table(
         group="g",
         inputs={"upstream": change_feed("upstream")},
-        flows=[append_flow("again", inputs={"upstream": stream("upstream")}), append_flow("old", inputs={"upstream": static("upstream")}, once=True)],
+        flows=[
+            append_flow("again", inputs={"upstream": stream("upstream")}),
+            append_flow("old", inputs={"upstream": static("upstream")}, once=True),
+        ],
     )(copy)
     lookup = streaming_table(group="g", name="lookup", inputs={"upstream": static("upstream")})(copy)
     assert [r.name for r in readers_of([both, lookup], "upstream")] == ["copy", "copy (flow again)"]
@@ -85,7 +94,13 @@ def test_a_reader_that_never_ran_holds_only_what_its_starting_option_names(tmp_p
     assert oldest(paths, reader(), reader({"startingVersion": "latest"})) is None
     from_two = oldest(paths, reader({"startingVersion": "2"}))
     assert from_two == Unread("copy", COMMITTED_MS[2], 2, "its startingVersion option (2)")
-    since = oldest_unread(paths, "upstream", paths.table("upstream"), TABLE_ID, [reader({"startingTimestamp": "2026-01-01T00:00:00+00:00"})])
+    since = oldest_unread(
+        paths,
+        "upstream",
+        paths.table("upstream"),
+        TABLE_ID,
+        [reader({"startingTimestamp": "2026-01-01T00:00:00+00:00"})],
+    )
     assert since is not None and since.version is None and since.since_ms == 1_767_225_600_000
 
 
@@ -100,7 +115,9 @@ def test_a_reader_that_never_ran_holds_only_what_its_starting_option_names(tmp_p
         (False, offset(3), 2),  # planned batch 0 past it: Delta reads the snapshot of version 2
     ],
 )
-def test_a_reader_stands_where_its_checkpoint_says(tmp_path: Path, committed: bool, position: dict, expected: int | None) -> None:
+def test_a_reader_stands_where_its_checkpoint_says(
+    tmp_path: Path, committed: bool, position: dict, expected: int | None
+) -> None:
     paths = LakehousePaths(str(tmp_path))
     copy_reader = reader()
     checkpoint(paths, copy_reader, 0, committed, position)
@@ -124,7 +141,9 @@ def test_where_a_reader_stands_cannot_be_told_vacuum_is_refused_a_reason(tmp_pat
     paths = LakehousePaths(str(tmp_path))
     copy_reader = reader()
     checkpoint(paths, copy_reader, 0, True, offset(1, table_id="a-table-since-replaced"))
-    with pytest.raises(ReaderPositionUnknown, match=r"^copy: its checkpoint \(.*offsets/0\) records no position in upstream"):
+    with pytest.raises(
+        ReaderPositionUnknown, match=r"^copy: its checkpoint \(.*offsets/0\) records no position in upstream"
+    ):
         oldest(paths, copy_reader)
     checkpoint(paths, copy_reader, 0, True, offset(1))
     (Path(paths.table("upstream")) / "_delta_log" / f"{1:020d}.json").unlink()  # cleaned up from the log

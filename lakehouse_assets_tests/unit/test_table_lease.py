@@ -19,8 +19,8 @@ from lakehouse_assets.lib.engine.lease_decision import LeaseRecord, Sighting, Ta
 from lakehouse_assets.lib.engine.table_lease import TableLease
 from lakehouse_assets.lib.engine.writer_lock import LocalFileLock, ObjectStoreLease, PoolsOnly, Refusal, writer_lock
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 
 pytestmark = pytest.mark.unit
 FOLDER = "s3a://bucket/lake/checkpoints/.locks/orders"

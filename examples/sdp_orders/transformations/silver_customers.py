@@ -3,13 +3,13 @@
 from pyspark import pipelines as dp
 
 # Both customer tables apply the same change feed; only how they store it differs.
-CUSTOMER_CHANGES = dict(
-    source="bronze_customer_changes",
-    keys=["customer_id"],
-    sequence_by="updated_at",
-    apply_as_deletes="op = 'DELETE'",
-    except_column_list=["op"],
-)
+CUSTOMER_CHANGES = {
+    "source": "bronze_customer_changes",
+    "keys": ["customer_id"],
+    "sequence_by": "updated_at",
+    "apply_as_deletes": "op = 'DELETE'",
+    "except_column_list": ["op"],
+}
 
 dp.create_streaming_table("customers", comment="Each customer's latest details (SCD type 1).")
 dp.create_auto_cdc_flow(target="customers", stored_as_scd_type=1, **CUSTOMER_CHANGES)

@@ -9,11 +9,11 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS, BAD_LINE_TRACED
 from lakehouse_assets.lib import (
+    RESCUED,
+    Quarantine,
     expect_or_quarantine,
     landing,
     not_null,
-    Quarantine,
-    RESCUED,
     streaming_table,
 )
 

@@ -9,17 +9,17 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.defs.bronze import BAD_LINE_COLUMNS, BAD_LINE_DOCS, BAD_LINE_TRACED
 from lakehouse_assets.lib import (
+    IS_JSON_OBJECT,
+    RESCUED,
+    Quarantine,
     append_flow,
     expect_or_quarantine,
-    IS_JSON_OBJECT,
     kafka,
     landed_lines_conserved,
     landing,
     non_blank_lines,
     not_null,
     parse_json_lines,
-    Quarantine,
-    RESCUED,
     streaming_table,
 )
 

@@ -80,9 +80,7 @@ def attribute_clicks(
         F.min(F.when(~is_click, F.col("event_time"))).alias("impression_time"),
         F.max(F.when(~is_click, F.col("ad_id"))).alias("ad_id"),
         F.max(F.when(~is_click, F.col("user_id"))).alias("user_id"),
-        F.collect_list(F.when(is_click, F.struct(F.col("event_time").alias("click_time"), "click_id"))).alias(
-            "clicks"
-        ),
+        F.collect_list(F.when(is_click, F.struct(F.col("event_time").alias("click_time"), "click_id"))).alias("clicks"),
     )
     # Sessions of clicks alone (before their impression, outside its window, or of an impression
     # never seen) have no impression: dropped. A click counts inside [impression_time, + window].

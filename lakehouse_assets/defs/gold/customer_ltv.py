@@ -45,9 +45,11 @@ LTV_COLUMN_DOCS = {
         reconciles_with(
             "silver_events",
             {"revenue": "sum(lifetime_revenue)", "orders": "sum(orders)"},
-            {"revenue": "sum(amount) FILTER (WHERE event_type = 'purchase' AND user_id IS NOT NULL)",
-             "orders": "count_if(event_type = 'purchase' AND user_id IS NOT NULL)"},
-        ),  # fmt: skip
+            {
+                "revenue": "sum(amount) FILTER (WHERE event_type = 'purchase' AND user_id IS NOT NULL)",
+                "orders": "count_if(event_type = 'purchase' AND user_id IS NOT NULL)",
+            },
+        ),
     ],
     freshness=timedelta(hours=6),
     owners=["team:analytics"],

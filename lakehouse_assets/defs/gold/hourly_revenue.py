@@ -57,9 +57,11 @@ REVENUE_COLUMN_DOCS = {
         reconciles_with(
             "silver_events",
             {"revenue": "sum(revenue)", "orders": "sum(orders)"},
-            {"revenue": "sum(amount) FILTER (WHERE event_type = 'purchase')",
-             "orders": "count_if(event_type = 'purchase')"},
-        ),  # fmt: skip
+            {
+                "revenue": "sum(amount) FILTER (WHERE event_type = 'purchase')",
+                "orders": "count_if(event_type = 'purchase')",
+            },
+        ),
     ],
     owners=["team:analytics"],
     freshness=timedelta(hours=6),

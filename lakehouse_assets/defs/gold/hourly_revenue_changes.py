@@ -18,7 +18,9 @@ def revenue_changes(changes: DataFrame) -> DataFrame:
     twice (the sink is at least once) keeps the highest version per key."""
     return changes.where(F.col("_change_type") != "update_preimage").select(
         *CHANGE_COLUMNS,
-        F.when(F.col("_change_type") == "update_postimage", "update").otherwise(F.col("_change_type")).alias("change_type"),
+        F.when(F.col("_change_type") == "update_postimage", "update")
+        .otherwise(F.col("_change_type"))
+        .alias("change_type"),
         F.col("_commit_version").alias("commit_version"),
         F.col("_commit_timestamp").alias("commit_timestamp"),
     )

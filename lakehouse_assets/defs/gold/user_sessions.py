@@ -59,11 +59,7 @@ SESSION_COLUMN_DOCS = {
     column_descriptions=SESSION_COLUMN_DOCS,
     # The watermark (latest event_time seen - allowed lateness) closes sessions and bounds the
     # state; skipChangeCommits ignores silver's non-append commits (a full refresh's deletes).
-    inputs={
-        "silver_events": stream(
-            "silver_events", watermark="event_time", options={"skipChangeCommits": "true"}
-        )
-    },
+    inputs={"silver_events": stream("silver_events", watermark="event_time", options={"skipChangeCommits": "true"})},
     # Append mode: a session is emitted once, when the watermark passes its end.
     output_mode="append",
     table_properties={"delta.dataSkippingStatsColumns": "user_id,session_start,session_end"},

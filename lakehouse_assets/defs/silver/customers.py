@@ -10,10 +10,10 @@ from pyspark.sql import functions as F
 from lakehouse_assets.defs.bronze.customers import BRONZE_CUSTOMERS_COLUMNS
 from lakehouse_assets.defs.silver.events import parse_event_time
 from lakehouse_assets.lib import (
+    Quarantine,
     auto_cdc,
     expect_or_quarantine,
     not_null,
-    Quarantine,
     scd2_valid,
     streaming_table,
 )

@@ -9,10 +9,10 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.defs.bronze.events import BRONZE_EVENTS_COLUMNS
 from lakehouse_assets.lib import (
+    Quarantine,
     expect_or_quarantine,
     merge,
     not_null,
-    Quarantine,
     static,
     streaming_table,
     unique,

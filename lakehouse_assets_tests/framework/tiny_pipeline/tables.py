@@ -35,14 +35,17 @@ def meters_lowercase(rows: DataFrame) -> CheckOutcome:
 def no_negative_reading(rows: DataFrame) -> bool:
     """The same promise as ``kwh_not_negative``, written as a bare assert: a failed assert fails
     the check (it does not crash the step)."""
-    assert rows.where("kwh < 0").isEmpty()  # noqa: S101 - the point of this check
+    assert rows.where("kwh < 0").isEmpty()  # the point of this check
     return True
 
 
 @streaming_table(
     group="raw",
     inputs={"lines": landing("readings", glob="*.jsonl")},
-    expectations=[expect_or_quarantine("json_object", IS_JSON_OBJECT), expect_or_drop("kwh_present", "kwh IS NOT NULL")],
+    expectations=[
+        expect_or_quarantine("json_object", IS_JSON_OBJECT),
+        expect_or_drop("kwh_present", "kwh IS NOT NULL"),
+    ],
     quarantine=Quarantine("readings_quarantine", columns=["raw_line", "_source_file"], with_failures=False),
     columns=[*FIELDS, "_source_file"],
     checks=[

@@ -20,8 +20,10 @@ def orders():
 
 @dlt.append_flow(target="orders", once=True, comment="The old shop's orders, once.")
 def old_orders():
-    return spark.read.format("json").schema("order_id STRING, customer_id STRING, amount DOUBLE").load(  # noqa: F821
-        f"{LANDING}/history"
+    return (
+        spark.read.format("json")  # noqa: F821
+        .schema("order_id STRING, customer_id STRING, amount DOUBLE")
+        .load(f"{LANDING}/history")
     )
 
 
