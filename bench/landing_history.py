@@ -108,7 +108,8 @@ class Root:
         from lakehouse_assets.lib.spark.session import get_spark
 
         spark = get_spark()
-        chain = [t for t in self.tables if t.name in ("bronze_events", "silver_events", "gold_hourly_revenue")]
+        by_name = {t.name: t for t in self.tables}
+        chain = [by_name[name] for name in ("bronze_events", "silver_events", "gold_hourly_revenue")]
         while files > 0:
             n = min(batch, files)
             land(self.folder, self.landed, n)
@@ -251,6 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir)
     levels = sorted(int(x) for x in args.levels.split(","))
     results: dict = {"machine": machine(), "batch": args.batch, "reps": args.reps, "levels": levels}
+    # A throwaway root first: the first level is then not measured in a cold JVM and process,
+    # which would flatter every later level's ratio to it.
+    log("warm-up: a throwaway root of 10 files, measured once and discarded")
+    warm = Root(workdir, "warm-up", archive=False)
+    warm.grow(10, args.batch)
+    measure(warm, 1)
     for variant in ("keep", "archive"):
         root = Root(workdir, f"history-{variant}", archive=variant == "archive")
         series = []
