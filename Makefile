@@ -23,11 +23,11 @@ TEST_WORKERS ?= 0
 # and every process it starts, imports them from this checkout.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: setup demo test dev engine kafka land latency materialize clean-data help chaos chaos-sdp lint unit lock
+.PHONY: setup demo test test-slow test-all dev engine kafka land latency materialize clean-data help chaos chaos-sdp lint unit lock
 
 help:
 	@echo "make demo        - land a sample batch, materialize every asset, print a summary"
-	@echo "make test        - run the test suite (PYTEST_ARGS='-m \"not slow\"' for the quick part)"
+	@echo "make test        - run the test suite but the slow tier (make test-slow, make test-all)"
 	@echo "make dev         - start the Spark Connect engine, the Dagster UI and daemon on http://127.0.0.1:\$$DAGSTER_PORT (3000)"
 	@echo "make engine      - run the Spark Connect engine in the foreground (then export SPARK_REMOTE=sc://127.0.0.1:15002)"
 	@echo "make postgres    - run a throwaway PostgreSQL for Dagster's storage in the foreground; make dev POSTGRES=1 starts one too"
@@ -267,7 +267,15 @@ chaos: setup
 chaos-sdp: setup
 	@$(BIN)/python scripts/chaos_sdp.py $(CHAOS_ARGS)
 
+# make test: every test but those marked slow (CI's gate); make test-slow: the slow tier (the
+# end-to-end, fault and scale-out tests, about two hours on 2 cores); make test-all: both.
 test: setup
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+
+test-slow: setup
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) -m slow $(PYTEST_ARGS)
+
+test-all: setup
 	@$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 clean-data:
