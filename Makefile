@@ -267,10 +267,11 @@ chaos: setup
 chaos-sdp: setup
 	@$(BIN)/python scripts/chaos_sdp.py $(CHAOS_ARGS)
 
-# make test: every test but those marked slow (CI's gate); make test-slow: the slow tier (the
-# end-to-end, fault and scale-out tests, about two hours on 2 cores); make test-all: both.
+# make test: every test but those marked slow, unless also marked gate (CI's gate);
+# make test-slow: the slow tier (end-to-end, fault and scale-out tests, about two hours on
+# 2 cores); make test-all: both.
 test: setup
-	@$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow or gate" $(PYTEST_ARGS)
 
 test-slow: setup
 	@$(BIN)/python -m pytest -n $(TEST_WORKERS) -m slow $(PYTEST_ARGS)

@@ -17,7 +17,7 @@ from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.framework.retention_pipeline.tables import archived
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gate]
 
 
 def land(folder: Path, first: int, count: int) -> None:

@@ -16,7 +16,7 @@ import pytest
 from lakehouse_assets_tests.support.crash import materialize_in_child
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gate]
 LOCATION = ("-m", "lakehouse_assets_tests.framework.retention_definitions")
 SOURCES = ("archived", "deleted")
 
