@@ -22,7 +22,7 @@ from pathlib import Path
 from rich.progress import Progress
 
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
-from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.state import storage
 from lakehouse_assets.lib.errors import KafkaProblem, RootUnusable
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current

@@ -4,7 +4,7 @@
 
 Runs on the Spark Connect engine when ``SPARK_REMOTE`` is set, else on an embedded session.
 Every Delta table under the data root (``LAKEHOUSE_ROOT``) is registered first, under its own
-name (:mod:`lakehouse_assets.lib.engine.catalog`).
+name (:mod:`lakehouse_assets.lib.engine.state.catalog`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lakehouse_assets.lib.engine.catalog import register_tables, table_names
 from lakehouse_assets.lib.engine.errors import engine_refused
+from lakehouse_assets.lib.engine.state.catalog import register_tables, table_names
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import get_spark
 

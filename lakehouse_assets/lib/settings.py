@@ -143,7 +143,7 @@ class Settings:
     """``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``: the wait before the first retry, doubled for each next."""
     table_lease: bool = True
     """``LAKEHOUSE_TABLE_LEASE``: on object storage, every writer of a table holds its lease, an
-    object created with a conditional write (:mod:`lakehouse_assets.lib.engine.table_lease`);
+    object created with a conditional write (:mod:`lakehouse_assets.lib.engine.locking.table_lease`);
     ``0``: Dagster's pools alone keep writers apart there."""
     table_lease_s: float = 60.0
     """``LAKEHOUSE_TABLE_LEASE_SECONDS``: a lease not renewed for this long has expired (its holder

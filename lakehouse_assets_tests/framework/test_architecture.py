@@ -177,6 +177,6 @@ def test_every_check_rule_has_an_evaluator() -> None:
     from typing import get_args
 
     from lakehouse_assets.lib.declare.checks import CheckRule
-    from lakehouse_assets.lib.engine.check_rules import _EVALUATORS
+    from lakehouse_assets.lib.engine.checks.check_rules import _EVALUATORS
 
     assert set(get_args(CheckRule)) == set(_EVALUATORS)

@@ -21,7 +21,7 @@ import pytest
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.engine import batch as preloaded_module
+from lakehouse_assets.lib.engine.writing import batch as preloaded_module
 from lakehouse_assets.lib.spark.engine_auth import token_file
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files, table_history
 from lakehouse_assets_tests.support.crash import materialize_in_child

@@ -9,10 +9,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib import landed_lines_conserved
-from lakehouse_assets.lib.engine import delta_log
-from lakehouse_assets.lib.engine.check_context import CheckContext
-from lakehouse_assets.lib.engine.check_rules import evaluate
+from lakehouse_assets.lib.engine.checks.check_context import CheckContext
+from lakehouse_assets.lib.engine.checks.check_rules import evaluate
 from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.engine.state import delta_log
 from lakehouse_assets.lib.paths import LakehousePaths
 
 CHECK = landed_lines_conserved(quarantine="lines_quarantine")

@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import LakehouseError, LakehousePaths, landing, stream, streaming_table
 from lakehouse_assets.lib.engine import faults
-from lakehouse_assets.lib.engine.csv_layout import read_header
+from lakehouse_assets.lib.engine.reading.source_log import planned_files
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets.lib.engine.source_log import planned_files
+from lakehouse_assets.lib.engine.schema.csv_layout import read_header
 
 ROUND_1 = {"a.csv": "id,kwh\n1,1.5\n2,2.25\n"}
 # Columns in another order, one new, a value that is not a number; a row with a value past the

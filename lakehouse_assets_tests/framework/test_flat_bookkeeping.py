@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.engine.state import storage
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.framework.retention_pipeline.tables import archived
 

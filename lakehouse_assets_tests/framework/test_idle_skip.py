@@ -13,9 +13,9 @@ from lakehouse_assets.defs.bronze.events import bronze_events
 from lakehouse_assets.defs.gold.hourly_revenue import gold_hourly_revenue
 from lakehouse_assets.defs.silver.events import silver_events
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.engine.idle import idle_stream_input
+from lakehouse_assets.lib.engine.reading.idle import idle_stream_input
+from lakehouse_assets.lib.engine.reading.source_log import seen_files
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets.lib.engine.source_log import seen_files
 from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
 from lakehouse_assets_tests.support.lakehouse import Lakehouse
 

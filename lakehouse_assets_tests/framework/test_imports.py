@@ -27,7 +27,11 @@ def loaded_after(imports: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "imports",
-    ["import lakehouse_assets.lib", "from lakehouse_assets.lib import dp", "import lakehouse_assets.lib.engine.batch"],
+    [
+        "import lakehouse_assets.lib",
+        "from lakehouse_assets.lib import dp",
+        "import lakehouse_assets.lib.engine.writing.batch",
+    ],
 )
 def test_the_framework_imports_nothing_of_the_demo(imports: str) -> None:
     demo = [m for m in loaded_after(imports) if not m.startswith("lakehouse_assets.lib") and m != "lakehouse_assets"]

@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse_assets.lib import LakehouseError, LakehousePaths, append_flow, landing, streaming_table
-from lakehouse_assets.lib.engine.checkpoint import started_marker
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.engine.state.checkpoint import started_marker
 
 
 @streaming_table(group="test", inputs={"lines": landing("a")}, flows=[append_flow("b", inputs={"lines": landing("b")})])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.state import storage
 
 
 def test_a_gzip_file_is_stored_and_read_as_given(tmp_path: Path) -> None:

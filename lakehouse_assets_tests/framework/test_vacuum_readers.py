@@ -11,8 +11,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import LakehousePaths, change_feed, landing, stream, streaming_table
-from lakehouse_assets.lib.engine.readers import readers_of
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.engine.state.readers import readers_of
 from lakehouse_assets.lib.orchestrate.maintenance import MaintenanceConfig, maintain_table
 from lakehouse_assets.lib.spark.session import session_settings
 

@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.definitions import TABLES, build_definitions
-from lakehouse_assets.lib.engine.landing_names import expand_braces
+from lakehouse_assets.lib.engine.reading.landing_names import expand_braces
 from lakehouse_assets.lib.orchestrate.code_location import AUTOMATION_SENSOR
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, kafka_subscriptions, landing_sources
 from lakehouse_assets.lib.orchestrate.kafka_sensor import kafka_sensor_name

@@ -17,8 +17,8 @@ import pytest
 from delta.tables import DeltaTable
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, ReconcilesWith
-from lakehouse_assets.lib.engine import reconcile
-from lakehouse_assets.lib.engine.check_context import CheckContext
+from lakehouse_assets.lib.engine.checks import reconcile
+from lakehouse_assets.lib.engine.checks.check_context import CheckContext
 from lakehouse_assets.lib.paths import LakehousePaths
 
 RULE = ReconcilesWith(

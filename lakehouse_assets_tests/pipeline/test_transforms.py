@@ -19,7 +19,7 @@ from lakehouse_assets.lib.declare.expectations import (
     split_by_expectations,
     with_expectation_flags,
 )
-from lakehouse_assets.lib.engine.counting import expectation_counts
+from lakehouse_assets.lib.engine.writing.counting import expectation_counts
 
 
 def lines_frame(spark: SparkSession, lines: list[str]):

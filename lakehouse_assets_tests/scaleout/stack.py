@@ -15,8 +15,8 @@ from devstack.ports import free_port
 from devstack.postgres import PostgresServer, postgres_home
 from devstack.s3server import S3Server
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.delta_log import delta_version
+from lakehouse_assets.lib.engine.state import storage
+from lakehouse_assets.lib.engine.state.delta_log import delta_version
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.object_store import s3a_conf, s3a_secrets

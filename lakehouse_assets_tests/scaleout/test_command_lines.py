@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.engine.delta_log import delta_row_count, delta_version
+from lakehouse_assets.lib.engine.state.delta_log import delta_row_count, delta_version
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.engine_auth import token_file
 from lakehouse_assets_tests.scaleout.stack import Stack

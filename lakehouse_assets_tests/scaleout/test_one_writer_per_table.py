@@ -24,7 +24,7 @@ import pytest
 
 from devstack.dagster_dev import isolated_home
 from lakehouse_assets.generate import GeneratorOptions
-from lakehouse_assets.lib.engine.writer_lock import writer_lock
+from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.scaleout.stack import Stack, land_round
 from lakehouse_assets_tests.support.crash import Outcome

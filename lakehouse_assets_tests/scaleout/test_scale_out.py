@@ -20,7 +20,7 @@ from dagster_postgres import PostgresRunStorage, PostgresScheduleStorage
 from devstack.dagster_dev import DagsterDev
 from devstack.environment import environment
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.engine.delta_log import delta_version
+from lakehouse_assets.lib.engine.state.delta_log import delta_version
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.scaleout.stack import Stack, land_round, versions
 from lakehouse_assets_tests.support.contract import table_history

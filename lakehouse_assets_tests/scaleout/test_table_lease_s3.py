@@ -14,12 +14,12 @@ import pytest
 
 from devstack.environment import environment
 from devstack.s3server import S3Server
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.conditional_put import put_if_absent
-from lakehouse_assets.lib.engine.lease_decision import LeaseRecord
-from lakehouse_assets.lib.engine.lease_store import S3LeaseStore
-from lakehouse_assets.lib.engine.table_lease import Fence
-from lakehouse_assets.lib.engine.writer_lock import writer_lock
+from lakehouse_assets.lib.engine.locking.conditional_put import put_if_absent
+from lakehouse_assets.lib.engine.locking.lease_decision import LeaseRecord
+from lakehouse_assets.lib.engine.locking.lease_store import S3LeaseStore
+from lakehouse_assets.lib.engine.locking.table_lease import Fence
+from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
+from lakehouse_assets.lib.engine.state import storage
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current

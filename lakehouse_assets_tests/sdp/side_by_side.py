@@ -26,7 +26,7 @@ SDP_FILES = ("bronze.py", "silver_orders.py", "gold_revenue.py")
 SDP_DATASETS = ("bronze_orders_eu", "bronze_orders_us", "bronze_customer_changes", "silver_orders", "customer_revenue")
 SPARK_PIPELINES = Path(sys.executable).with_name("spark-pipelines")
 # SDP's datasets go to a database of their own: the engine's default database names this
-# project's tables (lib/engine/catalog.py), and the same names there would be the same tables.
+# project's tables (lib/engine/state/catalog.py), and the same names there would be the same tables.
 SDP_DATABASE = "spark_pipelines"
 
 

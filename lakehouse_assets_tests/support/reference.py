@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.definitions import TABLES
-from lakehouse_assets.lib.engine import storage
+from lakehouse_assets.lib.engine.state import storage
 from lakehouse_assets.lib.paths import LakehousePaths
 
 # Columns that legitimately differ between two correct runs: when a row was ingested.

@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib import LakehouseError, LakehousePaths, append_flow, static, stream, streaming_table, to_kafka
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.checkpoint import full_refresh, started_marker
-from lakehouse_assets.lib.engine.checkpoint_guard import guard_checkpoint, remember_progress
+from lakehouse_assets.lib.engine.state.checkpoint import full_refresh, started_marker
+from lakehouse_assets.lib.engine.state.checkpoint_guard import guard_checkpoint, remember_progress
 
 pytestmark = pytest.mark.unit
 NO_SPARK = None  # the guard looks at rows only for a Delta table's own flow; none of these has one

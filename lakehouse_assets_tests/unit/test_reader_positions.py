@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib import LakehousePaths, append_flow, change_feed, static, stream, streaming_table
-from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.engine.readers import (
+from lakehouse_assets.lib.engine.state.checkpoint import query_checkpoint
+from lakehouse_assets.lib.engine.state.readers import (
     Reader,
     ReaderPositionUnknown,
     Unread,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakehouse_assets.lib.engine.reconcile import signed
+from lakehouse_assets.lib.engine.checks.reconcile import signed
 
 pytestmark = pytest.mark.unit
 

@@ -14,10 +14,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lakehouse_assets.lib.engine.conditional_put import ConditionalWritesUnsupported, signed_headers
-from lakehouse_assets.lib.engine.lease_decision import LeaseRecord, Sighting, Take, Wait, next_step, still_held
-from lakehouse_assets.lib.engine.table_lease import TableLease
-from lakehouse_assets.lib.engine.writer_lock import LocalFileLock, ObjectStoreLease, PoolsOnly, Refusal, writer_lock
+from lakehouse_assets.lib.engine.locking.conditional_put import ConditionalWritesUnsupported, signed_headers
+from lakehouse_assets.lib.engine.locking.lease_decision import LeaseRecord, Sighting, Take, Wait, next_step, still_held
+from lakehouse_assets.lib.engine.locking.table_lease import TableLease
+from lakehouse_assets.lib.engine.locking.writer_lock import (
+    LocalFileLock,
+    ObjectStoreLease,
+    PoolsOnly,
+    Refusal,
+    writer_lock,
+)
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current

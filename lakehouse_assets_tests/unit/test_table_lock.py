@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse_assets.lib.engine.storage import exclusive_lock
+from lakehouse_assets.lib.engine.state.storage import exclusive_lock
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """The rules a check may hold: each a small record of its parameters (the keys that must be
 unique, the columns that must be set...). The engine evaluates each kind with its own evaluator
-(:mod:`lakehouse_assets.lib.engine.check_rules`)."""
+(:mod:`lakehouse_assets.lib.engine.checks.check_rules`)."""
 
 from __future__ import annotations
 

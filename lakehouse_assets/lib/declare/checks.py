@@ -6,7 +6,7 @@ assets of the run are skipped and ``dagster asset materialize`` exits non-zero.
 
 A check is a declaration: its name, what it promises, and a *rule* holding the rule's
 parameters (the keys that must be unique, the columns that must be set...). Nothing here runs
-Spark; the engine evaluates each rule (``lakehouse_assets.lib.engine.check_rules``).
+Spark; the engine evaluates each rule (``lakehouse_assets.lib.engine.checks.check_rules``).
 
 Most checks look only at what changed since the last checked materialization (Delta's change
 data feed between the two versions, which also catches commits made outside the pipeline);

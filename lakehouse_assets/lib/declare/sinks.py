@@ -1,6 +1,6 @@
 """Where and how a table's micro-batches are written (its :class:`TableSink`): seven write modes,
-declared here, carried out by the engine (:mod:`lakehouse_assets.lib.engine.writes`,
-:mod:`~lakehouse_assets.lib.engine.recompute` and :mod:`~lakehouse_assets.lib.engine.overwrite`).
+declared here, carried out by the engine (:mod:`lakehouse_assets.lib.engine.writing.writes`,
+:mod:`~lakehouse_assets.lib.engine.writing.recompute` and :mod:`~lakehouse_assets.lib.engine.writing.overwrite`).
 
 - :func:`append`: every row of every micro-batch is appended (bronze, sessions, attribution).
 - :func:`merge`: upsert on keys (deduplication, latest-wins).

@@ -14,28 +14,28 @@ from pyspark.sql import SparkSession
 from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.batch import prepare_batches, publisher
-from lakehouse_assets.lib.engine.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
-from lakehouse_assets.lib.engine.checkpoint_guard import guard_checkpoint, remember_progress
-from lakehouse_assets.lib.engine.direct import run_direct, writes_directly
-from lakehouse_assets.lib.engine.idle import idle_input
 from lakehouse_assets.lib.engine.intake.lifecycle import admit, drained, finish, note_read_failure, take_all_back
-from lakehouse_assets.lib.engine.kafka_input import (
+from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
+from lakehouse_assets.lib.engine.reading.idle import idle_input
+from lakehouse_assets.lib.engine.reading.kafka_input import (
     FlowSkipped,
     check_kafka_inputs,
     check_kafka_records,
     kafka_servers,
     with_sink_brokers,
 )
-from lakehouse_assets.lib.engine.landing_schema import evolve_schema
-from lakehouse_assets.lib.engine.ledger import BatchLedger
-from lakehouse_assets.lib.engine.once import run_once
-from lakehouse_assets.lib.engine.overwrite import run_overwrite
-from lakehouse_assets.lib.engine.query import run_query
-from lakehouse_assets.lib.engine.read import read_inputs
-from lakehouse_assets.lib.engine.recompute import prepare_recompute
+from lakehouse_assets.lib.engine.reading.read import read_inputs
 from lakehouse_assets.lib.engine.report import RunReport
-from lakehouse_assets.lib.engine.writer_lock import writer_lock
+from lakehouse_assets.lib.engine.schema.landing_schema import evolve_schema
+from lakehouse_assets.lib.engine.state.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
+from lakehouse_assets.lib.engine.state.checkpoint_guard import guard_checkpoint, remember_progress
+from lakehouse_assets.lib.engine.state.ledger import BatchLedger
+from lakehouse_assets.lib.engine.writing.batch import prepare_batches, publisher
+from lakehouse_assets.lib.engine.writing.direct import run_direct, writes_directly
+from lakehouse_assets.lib.engine.writing.once import run_once
+from lakehouse_assets.lib.engine.writing.overwrite import run_overwrite
+from lakehouse_assets.lib.engine.writing.query import run_query
+from lakehouse_assets.lib.engine.writing.recompute import prepare_recompute
 from lakehouse_assets.lib.errors import LandedFileUnreadable, UnexaminedFile
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings

@@ -20,13 +20,13 @@ from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import delta_log
-from lakehouse_assets.lib.engine.catalog import register_table
-from lakehouse_assets.lib.engine.check_context import CheckContext
-from lakehouse_assets.lib.engine.check_rules import evaluate
+from lakehouse_assets.lib.engine.checks.check_context import CheckContext
+from lakehouse_assets.lib.engine.checks.check_rules import evaluate
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.engine.state import delta_log
+from lakehouse_assets.lib.engine.state.catalog import register_table
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, first_line
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.paths import LakehousePaths

@@ -20,7 +20,7 @@ import dagster as dg
 from lakehouse_assets.lib.brokers.kafka_offsets import pending, topic_offsets
 from lakehouse_assets.lib.declare.inputs import KafkaInput
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.kafka_input import committed_position, kafka_servers
+from lakehouse_assets.lib.engine.reading.kafka_input import committed_position, kafka_servers
 from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG, kafka_job_name
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource

@@ -8,7 +8,7 @@ writer), so it never runs while a run writes that table.
 
 Readers of the table elsewhere in the project (streams and change feeds, flows included) still
 need the files of every version they have yet to read, OPTIMIZE's compacted-away ones too: before
-it compacts, the op reads where each reader stands (:mod:`~lakehouse_assets.lib.engine.readers`)
+it compacts, the op reads where each reader stands (:mod:`~lakehouse_assets.lib.engine.state.readers`)
 and VACUUM keeps every file removed since the oldest unread version was committed, however long
 ago; when a reader's position cannot be told, VACUUM of that table is skipped, saying why.
 
@@ -26,8 +26,9 @@ from dagster_pyspark import LazyPySparkResource
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import delta_log, delta_sql, storage
-from lakehouse_assets.lib.engine.readers import (
+from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
+from lakehouse_assets.lib.engine.state import delta_log, delta_sql, storage
+from lakehouse_assets.lib.engine.state.readers import (
     Reader,
     ReaderPositionUnknown,
     Unread,
@@ -35,7 +36,6 @@ from lakehouse_assets.lib.engine.readers import (
     readers_of,
     retention_keeping,
 )
-from lakehouse_assets.lib.engine.writer_lock import writer_lock
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.paths import LakehousePaths
 

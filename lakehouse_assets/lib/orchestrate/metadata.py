@@ -7,8 +7,8 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.lib.engine import delta_log
 from lakehouse_assets.lib.engine.report import RunReport, WrittenSample, sample_written
+from lakehouse_assets.lib.engine.state import delta_log
 from lakehouse_assets.lib.orchestrate import markdown
 
 # What describes the table's content, so it can be carried over while the version stands still.

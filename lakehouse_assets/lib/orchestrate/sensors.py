@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.landing_names import describe_not_ingested
+from lakehouse_assets.lib.engine.reading.landing_names import describe_not_ingested
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
 from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, folder_stamp, scan
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource

@@ -45,8 +45,8 @@ PRELOAD = (
     "pyspark.sql.connect.session",
     "pyspark.worker",
     "pyspark.sql.connect.streaming.worker.foreach_batch_worker",
-    "lakehouse_assets.lib.engine.batch",
-    "lakehouse_assets.lib.engine.recompute",
+    "lakehouse_assets.lib.engine.writing.batch",
+    "lakehouse_assets.lib.engine.writing.recompute",
     "lakehouse_assets.lib.sdp.transform",
 )
 

@@ -14,17 +14,17 @@ from dataclasses import dataclass, replace
 
 from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.checkpoint import query_checkpoint
-from lakehouse_assets.lib.engine.csv_layout import has_header, read_header
 from lakehouse_assets.lib.engine.intake.bounds import LINE_FORMATS, Limits, needs_reading, size_text, vet_stream
 from lakehouse_assets.lib.engine.intake.cursor import LandedFile, LandingCursor, evaluate
 from lakehouse_assets.lib.engine.intake.entries import Entry, list_entries
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, IntakeState, intake_path
 from lakehouse_assets.lib.engine.intake.retention import clean
 from lakehouse_assets.lib.engine.intake.set_aside import finish_moves, set_aside
-from lakehouse_assets.lib.engine.landing_names import describe_not_ingested, landing_folder
-from lakehouse_assets.lib.engine.source_log import planned_files, seen_files_of
+from lakehouse_assets.lib.engine.reading.landing_names import describe_not_ingested, landing_folder
+from lakehouse_assets.lib.engine.reading.source_log import planned_files, seen_files_of
+from lakehouse_assets.lib.engine.schema.csv_layout import has_header, read_header
+from lakehouse_assets.lib.engine.state import storage
+from lakehouse_assets.lib.engine.state.checkpoint import query_checkpoint
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current

@@ -4,7 +4,7 @@ set aside, for a person to fix it and take it back in."""
 from __future__ import annotations
 
 from lakehouse_assets.lib.declare.checks import CheckOutcome, NoFilesSetAside
-from lakehouse_assets.lib.engine.check_context import CheckContext
+from lakehouse_assets.lib.engine.checks.check_context import CheckContext
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, intake_path
 
 SHOWN = 5

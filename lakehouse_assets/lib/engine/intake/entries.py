@@ -13,8 +13,8 @@ from typing import Literal
 
 from pyarrow import fs as pafs
 
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.landing_names import expand_globs, is_complete, matches, name_problem
+from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete, matches, name_problem
+from lakehouse_assets.lib.engine.state import storage
 
 EntryKind = Literal["file", "folder", "unmatched", "refused", "in_progress"]
 SET_ASIDE_FOLDER = "_set_aside"

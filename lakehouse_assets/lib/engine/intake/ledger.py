@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.intake.cursor import LandingCursor
+from lakehouse_assets.lib.engine.state import storage
 
 # moving: recorded, not yet moved; moved: in _set_aside/, its quarantine row not yet written;
 # recorded: its row written; retaken: moved back into the landing folder by the user's command.

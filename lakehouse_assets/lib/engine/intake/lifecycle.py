@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import storage
-from lakehouse_assets.lib.engine.checkpoint import app_id
-from lakehouse_assets.lib.engine.csv_layout import forget_headers
 from lakehouse_assets.lib.engine.intake.admission import Intake, admit_input, landing_intakes
 from lakehouse_assets.lib.engine.intake.set_aside import record_in_quarantine, set_aside, take_back
-from lakehouse_assets.lib.engine.landing_schema import schema_folder
 from lakehouse_assets.lib.engine.report import RunReport
+from lakehouse_assets.lib.engine.schema.csv_layout import forget_headers
+from lakehouse_assets.lib.engine.schema.landing_schema import schema_folder
+from lakehouse_assets.lib.engine.state import storage
+from lakehouse_assets.lib.engine.state.checkpoint import app_id
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
 

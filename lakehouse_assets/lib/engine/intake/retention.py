@@ -19,8 +19,9 @@ from datetime import UTC, datetime, timedelta
 
 from lakehouse_assets.lib.declare.ddl import duration
 from lakehouse_assets.lib.declare.inputs import LandingInput
-from lakehouse_assets.lib.engine import faults, storage
+from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, IntakeState
+from lakehouse_assets.lib.engine.state import storage
 from lakehouse_assets.lib.paths import LakehousePaths
 
 Log = Callable[[str], None]

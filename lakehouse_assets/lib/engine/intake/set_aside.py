@@ -17,11 +17,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine import delta_sql, faults, storage
+from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.intake.entries import SET_ASIDE_FOLDER
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, SetAside
-from lakehouse_assets.lib.engine.landing_names import expand_globs, matches
-from lakehouse_assets.lib.engine.writes import BatchWrite, append_batch
+from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, matches
+from lakehouse_assets.lib.engine.state import delta_sql, storage
+from lakehouse_assets.lib.engine.writing.writes import BatchWrite, append_batch
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.paths import LakehousePaths
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from lakehouse_assets.lib.engine import storage
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger
 from lakehouse_assets.lib.engine.intake.set_aside import set_aside
+from lakehouse_assets.lib.engine.state import storage
 
 Log = Callable[[str], None]
 

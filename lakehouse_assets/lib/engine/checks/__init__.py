@@ -1,0 +1,1 @@
+"""Evaluating the checks a table declares."""

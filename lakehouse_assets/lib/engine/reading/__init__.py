@@ -1,0 +1,1 @@
+"""Reading a table's inputs: landing folders, Kafka topics, upstream Delta tables; whether a run has work."""

@@ -1,0 +1,97 @@
+"""What a streaming query's file source has recorded in its checkpoint: ``sources/<i>/``, one log
+file per planned read of the source (``<n>``, or ``<n>.compact`` holding every entry up to n),
+each a ``v1`` line then a JSON object per file (``path`` URL-encoded, the source's own
+``batchId``); and ``offsets/<batch>``, whose lines after the first two are each source's offset
+(``{"logOffset": n}`` for files) when the batch was planned."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import unquote
+
+from lakehouse_assets.lib.engine.state import storage
+
+
+def logged_entries(names_and_texts: list[tuple[str, str]]) -> list[tuple[str, int]] | None:
+    """Each logged file's base name (decoded) and the source batch that read it; None if a line
+    does not read as an entry, so the caller assumes nothing."""
+    entries: list[tuple[str, int]] = []
+    for _, text in names_and_texts:
+        for line in text.splitlines()[1:]:
+            try:
+                entry = json.loads(line)
+                path, batch = str(entry["path"]), int(entry.get("batchId", -1))
+            except (ValueError, KeyError, TypeError):
+                return None
+            entries.append((unquote(path.rstrip("/").rsplit("/", 1)[-1]), batch))
+    return entries
+
+
+def seen_files(names_and_texts: list[tuple[str, str]]) -> set[str] | None:
+    """The base names of the files a file source's log records; None if a line does not read."""
+    entries = logged_entries(names_and_texts)
+    return None if entries is None else {name for name, _ in entries}
+
+
+def _log_texts(folder: str) -> list[tuple[str, str]]:
+    names = [n for n in storage.list_names(folder) if n.removesuffix(".compact").isdigit()]
+    return [(n, storage.read_text(f"{folder}/{n}") or "") for n in names]
+
+
+def _reads_folder(texts: list[tuple[str, str]], folder: str) -> bool:
+    """Whether the log's files are in ``folder`` (any scheme; a relative folder matches its end)."""
+    tail = folder.rstrip("/").split("://", 1)[-1].lstrip("/")
+    for _, text in texts:
+        for line in text.splitlines()[1:2]:
+            try:
+                parent = unquote(str(json.loads(line)["path"]).rsplit("/", 1)[0])
+            except (ValueError, KeyError, TypeError):
+                return False
+            return parent.rstrip("/").endswith(tail)
+    return False
+
+
+def _log_offset(line: str) -> int | None:
+    """A file source's offset (``{"logOffset": n}``) from its line of ``offsets/<batch>``."""
+    try:
+        return int(json.loads(line)["logOffset"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def planned_files(query_checkpoint: str, folder: str) -> list[str] | None:
+    """The base names of the files of ``folder`` that the query's last micro-batch planned and
+    has not committed (the next run replays it); None when there is no such batch. Reads the
+    two offsets files and the log files of that batch only."""
+    batches = [int(n) for n in storage.list_names(f"{query_checkpoint}/offsets") if n.isdigit()]
+    if not batches or storage.exists(f"{query_checkpoint}/commits/{max(batches)}"):
+        return None
+    planned = (storage.read_text(f"{query_checkpoint}/offsets/{max(batches)}") or "").splitlines()[2:]
+    committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
+    before = (
+        (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:] if committed else []
+    )
+    for index, line in enumerate(planned):
+        end = _log_offset(line)
+        start = _log_offset(before[index]) if index < len(before) else -1
+        if end is None or start is None:
+            continue  # not a file source
+        log, texts = f"{query_checkpoint}/sources/{index}", []
+        for log_batch in range(start + 1, end + 1):
+            text = storage.read_text(f"{log}/{log_batch}") or storage.read_text(f"{log}/{log_batch}.compact") or ""
+            texts.append((str(log_batch), text, log_batch))
+        if not texts or not _reads_folder([(n, t) for n, t, _ in texts], folder):
+            continue
+        entries = [(name, batch, wanted) for _, t, wanted in texts for name, batch in logged_entries([("", t)]) or []]
+        return [name for name, batch, wanted in entries if batch == wanted]
+    return None
+
+
+def seen_files_of(query_checkpoint: str, folder: str) -> set[str] | None:
+    """Every base name of ``folder`` the query's file source has recorded (its whole log: read
+    once, when a table's intake first meets a checkpoint older than it); None: no log."""
+    for index in storage.list_names(f"{query_checkpoint}/sources"):
+        texts = _log_texts(f"{query_checkpoint}/sources/{index}")
+        if texts and _reads_folder(texts, folder):
+            return seen_files(texts)
+    return None

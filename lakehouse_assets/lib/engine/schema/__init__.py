@@ -1,0 +1,1 @@
+"""The schema of landed files: inferred, kept beside the checkpoint, evolved; CSV by header."""
