@@ -21,7 +21,7 @@ from lakehouse_assets.lib import (
     stream,
     streaming_table,
 )
-from lakehouse_assets.lib.declare.inputs import ddl_columns
+from lakehouse_assets.lib.declare.ddl import ddl_columns
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.markdown import escape

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.declare.inputs import Input, is_streaming
-from lakehouse_assets.lib.declare.sinks import OverwriteSink, RecomputeSink, TableSink
+from lakehouse_assets.lib.declare.sinks import TableSink
 from lakehouse_assets.lib.errors import DeclarationError
 
 _FLOW_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -66,7 +66,7 @@ def check_flows(
 ) -> None:
     """Refuse flows a table cannot have: on a recompute or overwrite table, two of one name, a
     once-flow with a stream, inputs that are not parameters of the flow's function."""
-    if flows and isinstance(sink, (RecomputeSink, OverwriteSink)):
+    if flows and not sink.takes_flows:
         raise DeclarationError(
             f"{name}: a recompute or overwrite table derives its rows from its inputs; it cannot have append flows"
         )

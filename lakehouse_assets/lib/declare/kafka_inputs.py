@@ -4,6 +4,7 @@ files, each run reading what arrived since the last one."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from lakehouse_assets.lib.errors import DeclarationError
 
@@ -18,6 +19,11 @@ class KafkaInput:
     starting_offsets: str = "earliest"
     bootstrap_servers: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+
+    kind: ClassVar[str] = "kafka"
+    streaming: ClassVar[bool] = True
+    upstream_table: ClassVar[str | None] = None
+    watermark: ClassVar[None] = None
 
     @property
     def described(self) -> str:

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 from types import ModuleType
 
-from lakehouse_assets.lib.declare.inputs import LandingInput
+from lakehouse_assets.lib.declare.inputs import LandingInput, of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
 
@@ -65,11 +65,10 @@ def refuse_shared_cleaning(tables: list[TableSpec]) -> None:
     cleaned: set[str] = set()
     for table in tables:
         for flow in table.flow_runs():
-            for source in flow.inputs.values():
-                if isinstance(source, LandingInput):
-                    readers.setdefault(source.described, []).append(flow.checkpoint_name)
-                    if source.clean_source != "off":
-                        cleaned.add(source.described)
+            for source in of_kind(flow.inputs.values(), LandingInput):
+                readers.setdefault(source.described, []).append(flow.checkpoint_name)
+                if source.clean_source != "off":
+                    cleaned.add(source.described)
     for folder in sorted(cleaned):
         if len(readers[folder]) > 1:
             raise DeclarationError(

@@ -19,18 +19,55 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.lib.errors import DeclarationError
+
+if TYPE_CHECKING:
+    from lakehouse_assets.lib.declare.inputs import Input
+
 
 class TableSink:
-    """Base class of the write modes."""
+    """Base class of the write modes. What a mode is to the declaration and the Dagster adapter is
+    said here, by class attributes and :meth:`refuse`; what the engine does with it, by the
+    strategy registered for its :attr:`kind` (:mod:`lakehouse_assets.lib.engine.writing.sink_kinds`)."""
+
+    kind: ClassVar[str] = ""
+    writes_table: ClassVar[bool] = True
+    """Its rows go to the Delta table of the table's name under the data root."""
+    whole: ClassVar[bool] = False
+    """Each run's whole result is written (no query, no checkpoint, no flows, static inputs only)."""
+    takes_flows: ClassVar[bool] = True
+    """Further ``append_flow`` streams may write into it."""
+
+    storage: ClassVar[str] = "delta"
+    """What its rows are kept in (the asset's kind in Dagster)."""
+
+    def own_path(self) -> str | None:
+        """The Delta table it writes at a path of its own (outside the data root), if any."""
+        return None
+
+    def uri(self, table_path: str) -> str:
+        """Where its rows are, given where the table of its name would be."""
+        return self.own_path() or table_path
+
+    def refuse(self, table: str, inputs: dict[str, Input], expects: bool, quarantine: str | None) -> None:
+        """Raise :class:`DeclarationError` when ``table`` cannot be declared with this sink.
+
+        :param table: the table's name.
+        :param inputs: what it reads, by parameter.
+        :param expects: it declares expectations.
+        :param quarantine: its quarantine table, if any.
+        """
 
 
 @dataclass(frozen=True)
 class AppendSink(TableSink):
     """Append every row."""
+
+    kind: ClassVar[str] = "append"
 
 
 @dataclass(frozen=True)
@@ -41,6 +78,8 @@ class MergeSink(TableSink):
     keys: list[str]
     when_matched: Literal["ignore", "update"] = "ignore"
     sequence_by: str | None = None
+
+    kind: ClassVar[str] = "merge"
 
 
 @dataclass(frozen=True)
@@ -54,27 +93,59 @@ class RecomputeSink(TableSink):
     finalize: Callable[[DataFrame], DataFrame] | None = None
     max_literal_values: int = 5000
 
+    kind: ClassVar[str] = "recompute"
+    takes_flows: ClassVar[bool] = False
+
     def output(self, rows: DataFrame) -> DataFrame:
         return self.finalize(rows) if self.finalize else rows
 
+    def refuse(self, table: str, inputs: dict[str, Input], expects: bool, quarantine: str | None) -> None:
+        streams = [p for p, i in inputs.items() if i.streaming]
+        if len(streams) != 1 or inputs[streams[0]].upstream_table is None:
+            raise DeclarationError(
+                f"{table}: a recompute table reads exactly one Delta table as a stream or change feed "
+                f"(the rows it re-reads); its other inputs must be static(). Streaming inputs: {streams}"
+            )
+
+
+class WholeResultSink(TableSink):
+    """A write mode that takes the function's whole result on each run, over static inputs."""
+
+    whole: ClassVar[bool] = True
+    takes_flows: ClassVar[bool] = False
+    always: bool
+
+    def refuse(self, table: str, inputs: dict[str, Input], expects: bool, quarantine: str | None) -> None:
+        streams = [p for p, i in inputs.items() if i.streaming]
+        if streams or quarantine:
+            raise DeclarationError(
+                f"{table}: an overwrite table reads every input as a snapshot (static()) and keeps no "
+                f"quarantine; streaming inputs: {streams}, quarantine: {quarantine}"
+            )
+
 
 @dataclass(frozen=True)
-class OverwriteSink(TableSink):
+class OverwriteSink(WholeResultSink):
     """Recompute the function over its whole (static) inputs and overwrite the table, when any
     input's Delta version moved since the last run (``always``: every run, for a function that
     also reads files)."""
 
     always: bool = False
 
+    kind: ClassVar[str] = "overwrite"
+
 
 @dataclass(frozen=True)
-class SnapshotCdcSink(OverwriteSink):
+class SnapshotCdcSink(WholeResultSink):
     """Apply the function's rows, a full snapshot of a source, as changes to the table: new keys
     inserted, changed rows updated, keys gone from the snapshot deleted (SCD type 1) or their
     versions closed (SCD type 2: ``valid_from``, ``valid_to`` snapshot numbers, ``is_current``)."""
 
+    always: bool = False
     keys: tuple[str, ...] = ()
     scd_type: int = 1
+
+    kind: ClassVar[str] = "snapshot_cdc"
 
 
 @dataclass(frozen=True)
@@ -88,12 +159,29 @@ class KafkaSink(TableSink):
     bootstrap_servers: str | None = None
     options: dict[str, str] = field(default_factory=dict)
 
+    kind: ClassVar[str] = "kafka"
+    writes_table: ClassVar[bool] = False
+    storage: ClassVar[str] = "kafka"
+
+    def uri(self, table_path: str) -> str:
+        return f"kafka://{self.topic}"
+
 
 @dataclass(frozen=True)
 class DeltaPathSink(TableSink):
     """Append every row to the Delta table at ``path`` (a sink: not a table under the data root)."""
 
     path: str
+
+    kind: ClassVar[str] = "delta_path"
+    writes_table: ClassVar[bool] = False
+
+    def own_path(self) -> str | None:
+        return self.path
+
+    def refuse(self, table: str, inputs: dict[str, Input], expects: bool, quarantine: str | None) -> None:
+        if expects or quarantine:
+            raise DeclarationError(f"{table}: a sink takes rows as they come; expect on the table it reads")
 
 
 def to_delta(path: str) -> DeltaPathSink:

@@ -29,14 +29,18 @@ from lakehouse_assets.lib.declare.checks import (
 )
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows
-from lakehouse_assets.lib.declare.inputs import Input, KafkaInput, LandingInput, TableInput, is_streaming, stream
+from lakehouse_assets.lib.declare.inputs import (
+    Input,
+    KafkaInput,
+    LandingInput,
+    inputs_of_kind,
+    is_streaming,
+    of_kind,
+    stream,
+)
 from lakehouse_assets.lib.declare.quarantine import Quarantine
 from lakehouse_assets.lib.declare.sinks import (
     AppendSink,
-    DeltaPathSink,
-    KafkaSink,
-    OverwriteSink,
-    RecomputeSink,
     TableSink,
 )
 from lakehouse_assets.lib.errors import DeclarationError
@@ -83,25 +87,25 @@ class TableSpec:
 
     @property
     def upstream_tables(self) -> list[str]:
-        return list(dict.fromkeys(i.table for i in self.every_input if isinstance(i, TableInput)))
+        return list(dict.fromkeys(i.upstream_table for i in self.every_input if i.upstream_table))
 
     @property
     def streamed_tables(self) -> list[str]:
         """The upstream tables read as a stream or change feed by the table or a flow."""
-        return [i.table for i in self.every_input if isinstance(i, TableInput) and is_streaming(i)]
+        return [i.upstream_table for i in self.every_input if i.upstream_table and i.streaming]
 
     @property
     def lookup_tables(self) -> list[str]:
         """The upstream tables read as a static snapshot (lookups), not as a stream."""
-        return [i.table for i in self.every_input if isinstance(i, TableInput) and not is_streaming(i)]
+        return [i.upstream_table for i in self.every_input if i.upstream_table and not i.streaming]
 
     @property
     def landing_sources(self) -> list[str]:
-        return list(dict.fromkeys(i.source for i in self.every_input if isinstance(i, LandingInput) and i.path is None))
+        return list(dict.fromkeys(i.source for i in of_kind(self.every_input, LandingInput) if i.path is None))
 
     @property
     def kafka_inputs(self) -> list[KafkaInput]:
-        return [i for i in self.every_input if isinstance(i, KafkaInput)]
+        return of_kind(self.every_input, KafkaInput)
 
     @property
     def checkpoint_name(self) -> str:
@@ -137,7 +141,7 @@ class TableSpec:
     @property
     def writes_delta(self) -> bool:
         """False for a sink (:func:`to_kafka`, :func:`to_delta`): its name is an asset, not a table under the root."""
-        return not isinstance(self.sink, (KafkaSink, DeltaPathSink))
+        return self.sink.writes_table
 
     @property
     def delta_outputs(self) -> list[str]:
@@ -151,8 +155,7 @@ class TableSpec:
         intakes = [
             (flow.checkpoint_name, parameter)
             for flow in self.flow_runs()
-            for parameter, source in flow.inputs.items()
-            if isinstance(source, LandingInput)
+            for parameter in inputs_of_kind(flow.inputs, LandingInput)
         ]
         if intakes:
             defaults.append(no_files_set_aside(intakes))
@@ -164,7 +167,7 @@ class TableSpec:
 
     @property
     def is_stateful(self) -> bool:
-        return any(isinstance(i, TableInput) and i.watermark for i in self.inputs.values())
+        return any(i.watermark for i in self.inputs.values())
 
 
 def _declared_inputs(fn: Callable[..., DataFrame], inputs: dict[str, Input] | None) -> dict[str, Input]:
@@ -174,26 +177,6 @@ def _declared_inputs(fn: Callable[..., DataFrame], inputs: dict[str, Input] | No
     if unknown:
         raise DeclarationError(f"{fn.__name__}: inputs {sorted(unknown)} are not parameters of the function")
     return {p: declared.get(p) or stream(p) for p in params}
-
-
-def _check_recompute(name: str, sink: TableSink, inputs: dict[str, Input]) -> None:
-    streams = [p for p, i in inputs.items() if is_streaming(i)]
-    if isinstance(sink, RecomputeSink) and (len(streams) != 1 or not isinstance(inputs[streams[0]], TableInput)):
-        raise DeclarationError(
-            f"{name}: a recompute table reads exactly one Delta table as a stream or change feed "
-            f"(the rows it re-reads); its other inputs must be static(). Streaming inputs: {streams}"
-        )
-
-
-def _check_overwrite(name: str, sink: TableSink, inputs: dict[str, Input], quarantine: Quarantine | None) -> None:
-    if not isinstance(sink, OverwriteSink):
-        return
-    streams = [p for p, i in inputs.items() if is_streaming(i)]
-    if streams or quarantine:
-        raise DeclarationError(
-            f"{name}: an overwrite table reads every input as a snapshot (static()) and keeps no "
-            f"quarantine; streaming inputs: {streams}, quarantine: {quarantine.table if quarantine else None}"
-        )
 
 
 def streaming_table(
@@ -252,13 +235,10 @@ def streaming_table(
         table_name = name or fn.__name__
         declared = _declared_inputs(fn, inputs)
         chosen_sink = sink or AppendSink()
-        _check_recompute(table_name, chosen_sink, declared)
-        _check_overwrite(table_name, chosen_sink, declared, quarantine)
+        chosen_sink.refuse(table_name, declared, bool(expectations), quarantine.table if quarantine else None)
         check_flows(table_name, fn, chosen_sink, list(flows or []), declared)
         if partition_by and cluster_by:
             raise DeclarationError(f"{table_name}: a Delta table is partitioned or clustered, not both")
-        if isinstance(chosen_sink, DeltaPathSink) and (expectations or quarantine):
-            raise DeclarationError(f"{table_name}: a sink takes rows as they come; expect on the table it reads")
         return TableSpec(
             name=table_name,
             transform=fn,

@@ -11,32 +11,25 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.lib.declare.inputs import KafkaInput, LandingInput
-from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
+from lakehouse_assets.lib.declare.inputs import LandingInput, inputs_of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.intake.lifecycle import admit, drained, finish, note_read_failure, take_all_back
 from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
 from lakehouse_assets.lib.engine.reading.idle import idle_input
-from lakehouse_assets.lib.engine.reading.kafka_input import (
-    FlowSkipped,
-    check_kafka_inputs,
-    check_kafka_records,
-    kafka_servers,
-    with_sink_brokers,
-)
-from lakehouse_assets.lib.engine.reading.read import read_inputs
+from lakehouse_assets.lib.engine.reading.input_kinds import read_inputs
+from lakehouse_assets.lib.engine.reading.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.schema.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.state.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
 from lakehouse_assets.lib.engine.state.checkpoint_guard import guard_checkpoint, remember_progress
 from lakehouse_assets.lib.engine.state.ledger import BatchLedger
-from lakehouse_assets.lib.engine.writing.batch import prepare_batches, publisher
+from lakehouse_assets.lib.engine.writing.batch import publisher
 from lakehouse_assets.lib.engine.writing.direct import run_direct, writes_directly
 from lakehouse_assets.lib.engine.writing.once import run_once
 from lakehouse_assets.lib.engine.writing.overwrite import run_overwrite
 from lakehouse_assets.lib.engine.writing.query import run_query
-from lakehouse_assets.lib.engine.writing.recompute import prepare_recompute
-from lakehouse_assets.lib.errors import LandedFileUnreadable, UnexaminedFile
+from lakehouse_assets.lib.engine.writing.sink_kinds import sink_kind
+from lakehouse_assets.lib.errors import LakehouseError, LandedFileUnreadable, UnexaminedFile
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import session_settings
 
@@ -92,7 +85,7 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log)
     flows = table.flow_runs()
     for flow in flows:
         # Every flow's checkpoint first: a lost one stops the run before any flow writes.
-        if not isinstance(flow.sink, OverwriteSink) and not _unconfigured_kafka(flow):
+        if sink_kind(flow.sink).write_whole is None and not _unconfigured_kafka(flow):
             guard_checkpoint(spark, paths, flow)
     for flow in flows:
         with session_settings(spark, flow.spark_conf, owner=flow.checkpoint_name):
@@ -128,10 +121,9 @@ def _unconfigured_kafka(flow: TableSpec) -> list[str]:
     (the flow is skipped); a Delta table's own flow is never skipped."""
     if flow.flow is None and flow.writes_delta:
         return []
-    missing = [i.described for i in flow.inputs.values() if isinstance(i, KafkaInput) and not kafka_servers(i)]
-    if isinstance(flow.sink, KafkaSink) and not kafka_servers(flow.sink):
-        missing.append(f"publishes to {flow.sink.topic}")
-    return missing
+    missing = [i.described for i in flow.kafka_inputs if not kafka_servers(i)]
+    sink = sink_kind(flow.sink).unconfigured(flow.sink)
+    return missing + ([sink] if sink else [])
 
 
 def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
@@ -140,8 +132,9 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     if unconfigured:
         log(f"{name}: skipped: it uses Kafka ({', '.join(unconfigured)}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
         return
-    if isinstance(flow.sink, OverwriteSink):
-        run_overwrite(spark, paths, flow, report, log)
+    kind = sink_kind(flow.sink)
+    if kind.write_whole is not None:
+        run_overwrite(spark, paths, flow, report, log, kind.write_whole)
         return
     if flow.once:
         run_once(spark, paths, flow, report, log)
@@ -156,16 +149,17 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         # Starting the query would only read the checkpoint and find nothing new.
         log(f"{name}: nothing new in {idle} since the last run; query not started")
         return
-    for param, source in flow.inputs.items():
-        if isinstance(source, LandingInput) and source.infers_schema:
+    for param, source in inputs_of_kind(flow.inputs, LandingInput).items():
+        if source.infers_schema:
             report.schema_changes += evolve_schema(spark, paths, flow, param, source, log, report.warnings.append)
-    if isinstance(flow.sink, KafkaSink):
-        flow = with_sink_brokers(flow)  # only a query that will send needs the broker now
-    if writes_directly(paths, flow):
+    if kind.resolve is not None:
+        flow = kind.resolve(flow)  # e.g. a Kafka sink's brokers: only a query that will send needs them now
+    if writes_directly(paths, flow, kind.direct):
         stream = flow.transform(**read_inputs(spark, paths, flow, log))
         published = publisher(flow, stream)(stream)
-        if isinstance(flow.sink, DeltaPathSink):
-            path = flow.sink.path  # a sink: the first write creates it
+        own_path = flow.sink.own_path()
+        if own_path is not None:
+            path = own_path  # a sink: the first write creates it
         else:
             path = paths.table(flow.name)
             report.schema_changes += ensure_table(spark, paths, flow.name, published.schema, flow, main=True)
@@ -175,13 +169,14 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
             remember_progress(paths, flow)
         finish(spark, paths, flow, intakes)
         return
-    strategy = prepare_recompute if isinstance(flow.sink, RecomputeSink) else prepare_batches
-    if isinstance(flow.sink, RecomputeSink):
-        report.refresh = "incremental"
+    if kind.prepare is None:
+        raise LakehouseError(f"{name}: a {flow.sink.kind} sink writes only through Delta's streaming sink")
+    if kind.refresh:
+        report.refresh = kind.refresh
     inputs = read_inputs(spark, paths, flow, log)
     ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
-    prepared = strategy(spark, paths, flow, inputs, ledger, app_id(paths, flow))
-    check_kafka_records(flow, prepared.output_schema)
+    prepared = kind.prepare(spark, paths, flow, inputs, ledger, app_id(paths, flow))
+    kind.check_rows(flow, prepared.output_schema)
     if prepared.quarantine_schema is not None and flow.quarantine:
         report.schema_changes += ensure_table(
             spark, paths, flow.quarantine.table, prepared.quarantine_schema, flow, main=False

@@ -11,7 +11,6 @@ from dagster_pyspark import LazyPySparkResource
 
 from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
-from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.errors import engine_lost, engine_refused
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, RootUnusable
@@ -23,14 +22,10 @@ from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.session import SparkResource
 
-KINDS = {"spark", "delta"}
-
 
 def _uri(table: TableSpec, paths: LakehousePaths) -> str:
     """Where the asset's rows are: its table under the root, or its sink's table or topic."""
-    if isinstance(table.sink, DeltaPathSink):
-        return table.sink.path
-    return paths.table(table.name) if table.writes_delta else f"kafka://{table.sink.topic}"  # type: ignore[attr-defined]
+    return table.sink.uri(paths.table(table.name))
 
 
 def _code_reference(table: TableSpec) -> dg.CodeReferencesMetadataValue:
@@ -58,7 +53,7 @@ def _specs(table: TableSpec, paths: LakehousePaths) -> list[dg.AssetSpec]:
             metadata=metadata,
             group_name=table.group,
             deps=[dg.AssetKey(t) for t in table.upstream_tables],
-            kinds=KINDS if table.writes_delta or isinstance(table.sink, DeltaPathSink) else {"spark", "kafka"},
+            kinds={"spark", table.sink.storage},
             owners=table.owners,
             tags=table.tags,
             freshness_policy=(dg.FreshnessPolicy.time_window(fail_window=table.freshness) if table.freshness else None),

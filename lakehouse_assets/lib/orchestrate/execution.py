@@ -18,7 +18,6 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
-from lakehouse_assets.lib.declare.sinks import DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.checks.check_context import CheckContext
 from lakehouse_assets.lib.engine.checks.check_rules import evaluate
@@ -112,8 +111,9 @@ def _materializations(
         )
     _name_new_tables(session, paths, table, previous, warn)
     materialized = []
-    if table.name in request.assets and isinstance(table.sink, DeltaPathSink):
-        version = dg.MetadataValue.int(delta_log.delta_version(table.sink.path) or 0)
+    own_path = table.sink.own_path()
+    if table.name in request.assets and own_path is not None:
+        version = dg.MetadataValue.int(delta_log.delta_version(own_path) or 0)
         sent = {"rows_appended": report.rows_written, "delta_version": version}
         materialized.append(Materialized(table.name, {**run_metadata(report), **sent}))
     elif table.name in request.assets and not table.writes_delta:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lakehouse_assets.lib.declare.inputs import LandingInput
+from lakehouse_assets.lib.declare.inputs import LandingInput, of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
@@ -31,9 +31,7 @@ def landing_sources(tables: Sequence[TableSpec]) -> dict[str, list[TableSpec]]:
 
 def landing_globs(tables: Sequence[TableSpec], source: str) -> list[str]:
     """The file name patterns the tables reading ``source`` actually read."""
-    return sorted(
-        {i.glob for t in tables for i in t.inputs.values() if isinstance(i, LandingInput) and i.source == source}
-    )
+    return sorted({i.glob for t in tables for i in of_kind(t.inputs.values(), LandingInput) if i.source == source})
 
 
 def downstream_of(tables: Sequence[TableSpec], readers: Sequence[TableSpec]) -> list[TableSpec]:

@@ -40,8 +40,8 @@ def _reading_flows(readers: Sequence[TableSpec], subscription: str) -> list[tupl
         (flow, source)
         for table in readers
         for flow in table.flow_runs()
-        for source in flow.inputs.values()
-        if isinstance(source, KafkaInput) and source.described == subscription
+        for source in flow.kafka_inputs
+        if source.described == subscription
     ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from lakehouse_assets.lib.declare.inputs import LandingInput
+from lakehouse_assets.lib.declare.inputs import LandingInput, inputs_of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.intake.bounds import LINE_FORMATS, Limits, needs_reading, size_text, vet_stream
 from lakehouse_assets.lib.engine.intake.cursor import LandedFile, LandingCursor, evaluate
@@ -49,10 +49,9 @@ def intake_folder(paths: LakehousePaths, flow: TableSpec, parameter: str) -> str
 
 def landing_intakes(paths: LakehousePaths, flow: TableSpec) -> Iterator[Intake]:
     """Each landing input of ``flow`` with its ledger (loaded, nothing vetted yet)."""
-    for parameter, source in flow.inputs.items():
-        if isinstance(source, LandingInput):
-            ledger = IntakeLedger(intake_folder(paths, flow, parameter))
-            yield Intake(parameter, source, landing_folder(paths, source), ledger, ledger.load())
+    for parameter, source in inputs_of_kind(flow.inputs, LandingInput).items():
+        ledger = IntakeLedger(intake_folder(paths, flow, parameter))
+        yield Intake(parameter, source, landing_folder(paths, source), ledger, ledger.load())
 
 
 def limits_for(source: LandingInput) -> Limits:

@@ -9,7 +9,7 @@ import json
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.lib.declare.inputs import LandingInput, TableInput
+from lakehouse_assets.lib.declare.inputs import LandingInput, inputs_of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.state import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.state.checkpoint import query_checkpoint
@@ -68,13 +68,14 @@ def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec, dra
     """
     if not current().skip_idle_queries or table.is_stateful:
         return None
-    streaming = list(table.streaming_inputs.values())
-    if len(streaming) == 1 and isinstance(streaming[0], LandingInput):
-        return idle_landing(paths, table, streaming[0], drained)
-    if any(isinstance(i, LandingInput) for i in table.inputs.values()):
+    streaming = table.streaming_inputs
+    landed = list(inputs_of_kind(table.inputs, LandingInput).values())
+    if len(streaming) == 1 and len(landed) == 1 and landed[0].streaming:
+        return idle_landing(paths, table, landed[0], drained)
+    if landed:
         return None
-    streams = [i for i in streaming if isinstance(i, TableInput)]
-    if len(streams) != 1:
+    streams = [i.upstream_table for i in streaming.values() if i.upstream_table]
+    if len(streams) != 1 or len(streaming) != 1:
         return None
     query = query_checkpoint(paths, table)
     ids = [int(n) for n in storage.list_names(f"{query}/offsets") if n.isdigit()]
@@ -82,10 +83,10 @@ def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec, dra
         return None
     last = max(ids)
     committed = storage.exists(f"{query}/commits/{last}")
-    source = paths.table(streams[0].table)
+    source = paths.table(streams[0])
     latest = delta_log.delta_version(source)
     if not committed or latest is None or not _outputs_exist(paths, table):
         return None
     table_id = delta_log.delta_table_id(source) or delta_sql.table_id(spark, source)
     offsets = (storage.read_text(f"{query}/offsets/{last}") or "").strip().splitlines()
-    return streams[0].table if idle_stream_input(offsets, committed, latest, table_id) else None
+    return streams[0] if idle_stream_input(offsets, committed, latest, table_id) else None

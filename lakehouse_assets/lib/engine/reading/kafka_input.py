@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -47,8 +48,7 @@ def with_sink_brokers(table: TableSpec) -> TableSpec:
 
     :raises LakehouseError: no broker answers.
     """
-    sink = table.sink
-    assert isinstance(sink, KafkaSink)
+    sink = cast(KafkaSink, table.sink)  # the Kafka kind's strategy (writing/sink_kinds.py)
     servers = kafka_servers(sink)
     try:
         check_reachable(servers, client_options(sink.options))
@@ -62,8 +62,8 @@ def check_kafka_records(table: TableSpec, schema: StructType) -> None:
 
     :raises LakehouseError: the rows have no ``value``.
     """
-    sink = table.sink
-    if isinstance(sink, KafkaSink) and sink.key is None and "value" not in schema.fieldNames():
+    sink = cast(KafkaSink, table.sink)
+    if sink.key is None and "value" not in schema.fieldNames():
         raise LakehouseError(
             f"{table.name}: a Kafka sink sends each row as a Kafka record: return a `value` column (string or "
             f"binary) and, if wanted, `key`; the rows have {', '.join(schema.fieldNames())}"
@@ -126,7 +126,7 @@ def check_kafka_inputs(paths: LakehousePaths, table: TableSpec, log: Callable[[s
     :raises FlowSkipped: a further flow's topic does not exist yet (its table's own flow, files
         say, must not wait for a topic nobody has produced to).
     """
-    sources = [i for i in table.inputs.values() if isinstance(i, KafkaInput)]
+    sources = table.kafka_inputs
     if not sources:
         return None
     committed = committed_position(paths, table)
@@ -153,7 +153,7 @@ def check_kafka_inputs(paths: LakehousePaths, table: TableSpec, log: Callable[[s
         if lost:
             log(f"{table.name}: messages removed by retention before they were read are skipped: {'; '.join(lost)}")
         waiting += pending(committed or {}, offsets, source.starting_offsets)
-    only_kafka = all(isinstance(i, KafkaInput) for i in table.streaming_inputs.values())
+    only_kafka = len(sources) == len(table.streaming_inputs)
     if committed is not None and waiting == 0 and only_kafka and current().skip_idle_queries:
         return f"Kafka topic {', '.join(s.described for s in sources)}"
     return None

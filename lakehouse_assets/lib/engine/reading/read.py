@@ -10,24 +10,19 @@ from pyspark.sql import functions as F
 from lakehouse_assets.lib.declare.inputs import (
     SELF_DESCRIBING_FORMATS,
     CatalogInput,
-    KafkaInput,
     LandingInput,
     TableInput,
 )
 from lakehouse_assets.lib.declare.parsing import csv_positions, parse_csv_rows, parse_landed_json
-from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.intake.admission import limits_for
 from lakehouse_assets.lib.engine.intake.bounds import LINE_FORMATS, LINE_MAX_OPTION, hadoop_line_bound
-from lakehouse_assets.lib.engine.reading.kafka_input import read_kafka
 from lakehouse_assets.lib.engine.reading.landing_names import as_landed, landing_folder
 from lakehouse_assets.lib.engine.schema.csv_layout import (
     CsvPlan,
     has_header,
     reader_options,
-    reading_plan,
     value_formats,
 )
-from lakehouse_assets.lib.engine.schema.landing_schema import evolve_schema, schema_folder, stored_schema
 from lakehouse_assets.lib.engine.state import delta_sql, storage
 from lakehouse_assets.lib.engine.state.catalog import register_table
 from lakehouse_assets.lib.errors import LakehouseError
@@ -131,28 +126,3 @@ def read_catalog_table(spark: SparkSession, paths: LakehousePaths, source: Catal
             f"register it on the engine (CREATE TABLE {name} USING delta LOCATION '...') or read it by path."
         )
     return spark.read.table(name)
-
-
-def read_inputs(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> dict[str, DataFrame]:
-    """Each parameter of the table's function and the DataFrame it reads."""
-    frames = {}
-    for param, source in table.inputs.items():
-        if isinstance(source, LandingInput):
-            schema = None
-            if source.infers_schema:
-                recorded = stored_schema(paths, table, param)
-                if recorded is None:
-                    evolve_schema(spark, paths, table, param, source, log)
-                    recorded = stored_schema(paths, table, param)
-                schema = recorded.columns if recorded else None
-            plan = None
-            if source.format == "csv" and source.infers_schema:
-                plan = reading_plan(schema_folder(paths, table, param), list(schema or {}))
-            frames[param] = read_landing(spark, paths, source, log, schema, plan)
-        elif isinstance(source, KafkaInput):
-            frames[param] = read_kafka(spark, source, table)
-        elif isinstance(source, CatalogInput):
-            frames[param] = read_catalog_table(spark, paths, source, table.name)
-        else:
-            frames[param] = read_table(spark, paths, source, table.name)
-    return frames

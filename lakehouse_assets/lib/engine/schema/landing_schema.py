@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lakehouse_assets.lib.declare.inputs import LandingInput, ddl_columns
+from lakehouse_assets.lib.declare.ddl import ddl_columns
+from lakehouse_assets.lib.declare.inputs import LandingInput
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.intake.admission import intake_folder, limits_for

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from lakehouse_assets.lib.declare.inputs import TableInput, is_streaming
+from lakehouse_assets.lib.declare.inputs import TableInput, of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.state import delta_log, storage
 from lakehouse_assets.lib.engine.state.checkpoint import query_checkpoint
@@ -90,8 +90,8 @@ def readers_of(tables: Sequence[TableSpec], name: str) -> list[Reader]:
         for table in tables
         for flow in table.flow_runs()
         if not flow.once
-        for source in flow.inputs.values()
-        if isinstance(source, TableInput) and source.table == name and is_streaming(source)
+        for source in of_kind(flow.inputs.values(), TableInput)
+        if source.table == name and source.streaming
     ]
 
 

@@ -14,6 +14,7 @@ from lakehouse_assets.lib.declare.expectations import (
     split_by_expectations,
     with_expectation_flags,
 )
+from lakehouse_assets.lib.declare.sinks import TableSink
 from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults
@@ -22,9 +23,12 @@ from lakehouse_assets.lib.engine.report import ExpectationSplit, RunReport, samp
 from lakehouse_assets.lib.engine.state.ledger import BatchLedger
 from lakehouse_assets.lib.engine.writing.counting import expectation_counts, first_failure
 from lakehouse_assets.lib.engine.writing.query import BatchHandler
-from lakehouse_assets.lib.engine.writing.writes import BatchWrite, append_batch, write_batch
+from lakehouse_assets.lib.engine.writing.writes import BatchWrite, append_batch
 from lakehouse_assets.lib.errors import ExpectationFailed
 from lakehouse_assets.lib.paths import LakehousePaths
+
+# Writes a micro-batch's kept rows with the table's sink (the write, the rows when known); rows written.
+RowsWrite = Callable[[TableSink, DataFrame, BatchWrite, "int | None"], int]
 
 
 @dataclass(frozen=True)
@@ -109,10 +113,12 @@ def prepare_batches(
     inputs: dict[str, DataFrame],
     ledger: BatchLedger,
     app_id: str,
+    *,
+    write_rows: RowsWrite,
 ) -> PreparedQuery:
-    """The per-batch strategy (append and merge sinks): the function runs on the stream, each
-    micro-batch's rows are split by the expectations and written as they come; each batch's
-    figures go to ``ledger``."""
+    """The per-batch strategy (append, merge and Kafka sinks): the function runs on the stream,
+    each micro-batch's rows are split by the expectations and written as they come by
+    ``write_rows`` (the sink kind's); each batch's figures go to ``ledger``."""
     stream = table.transform(**inputs)
     publish = publisher(table, stream)
     fence = current_fence(table.name)  # the run's table lease, checked before each batch writes
@@ -130,7 +136,7 @@ def prepare_batches(
             # The default publish only selects columns, so the kept rows are the rows to write.
             known = split.kept_rows if table.publish is None else None
             write = BatchWrite(batch.sparkSession, paths.table(table.name), app_id, batch_id)
-            written = write_batch(table.sink, published, write, known)
+            written = write_rows(table.sink, published, write, known)
             faults.reached(table.name, "after_table_write")
             if written:
                 report.written[table.name] = sample_written(published)

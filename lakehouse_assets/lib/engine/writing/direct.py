@@ -12,10 +12,10 @@ read) and from the Delta commits the query made (rows written), so they add up a
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from pyspark.sql import DataFrame
 
-from lakehouse_assets.lib.declare.sinks import AppendSink, DeltaPathSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.report import RunReport
@@ -24,21 +24,27 @@ from lakehouse_assets.lib.engine.state.checkpoint import uncommitted_batch
 from lakehouse_assets.lib.engine.writing.query import await_query
 from lakehouse_assets.lib.paths import LakehousePaths
 
+Direct = Literal["never", "plain", "always"]
+"""A sink kind's way to Delta's streaming sink: never; for a plain table (no expectations, no
+quarantine, a Delta table under the root); always (a Delta table at a path of its own)."""
 
-def writes_directly(paths: LakehousePaths, flow: TableSpec) -> bool:
+
+def writes_directly(paths: LakehousePaths, flow: TableSpec, way: Direct) -> bool:
     """The flow's rows go straight into Delta (see the module's docstring).
+
+    :param paths: the data root.
+    :param flow: the flow run.
+    :param way: the sink kind's way (:data:`Direct`).
 
     The two ways make a write idempotent under different transaction ids (the query's id; the
     checkpoint's app id), so a micro-batch replayed after a crash is written the way it was
     first: the checkpoint's ``writer`` file says which way wrote its last batch. A crash test
     watching the handler's fault points takes the handler."""
-    if isinstance(flow.sink, DeltaPathSink):
+    if way == "always":
         return True  # a Delta sink outside the root only writes this way (it has no expectations)
     marker = f"{paths.checkpoint(flow.checkpoint_name)}/writer"
     was_direct = (storage.read_text(marker) or "").strip() == "direct"
-    eligible = (
-        isinstance(flow.sink, AppendSink) and flow.writes_delta and not flow.expectations and flow.quarantine is None
-    )
+    eligible = way == "plain" and flow.writes_delta and not flow.expectations and flow.quarantine is None
     if not eligible and not was_direct:
         return False
     if uncommitted_batch(paths, flow):

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.reading.read import read_inputs
+from lakehouse_assets.lib.engine.reading.input_kinds import read_inputs
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.state import storage
 from lakehouse_assets.lib.engine.state.checkpoint import app_id, ensure_table, once_done_marker
 from lakehouse_assets.lib.engine.state.checkpoint_guard import remember_progress
 from lakehouse_assets.lib.engine.state.ledger import BatchLedger
-from lakehouse_assets.lib.engine.writing.batch import prepare_batches
+from lakehouse_assets.lib.engine.writing.sink_kinds import sink_kind
 from lakehouse_assets.lib.paths import LakehousePaths
 
 
@@ -33,7 +33,9 @@ def run_once(
         log(f"{flow.name} (flow {flow.flow}): ran once already; a full refresh runs it again")
         return
     ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
-    prepared = prepare_batches(spark, paths, flow, read_inputs(spark, paths, flow, log), ledger, app_id(paths, flow))
+    prepare = sink_kind(flow.sink).prepare
+    assert prepare is not None  # a once-flow writes into an append or merge table (declare/flows.py)
+    prepared = prepare(spark, paths, flow, read_inputs(spark, paths, flow, log), ledger, app_id(paths, flow))
     if prepared.quarantine_schema is not None and flow.quarantine:
         ensure_table(spark, paths, flow.quarantine.table, prepared.quarantine_schema, flow, main=False)
     ensure_table(spark, paths, flow.name, prepared.output_schema, flow, main=True)

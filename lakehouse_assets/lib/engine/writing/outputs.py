@@ -1,18 +1,17 @@
 """Where a table's rows land, by the kind of its sink: the Delta table of its name under the data
 root, the Delta table at a sink's own path (:func:`~lakehouse_assets.lib.declare.sinks.to_delta`),
 or no Delta table at all (:func:`~lakehouse_assets.lib.declare.sinks.to_kafka`). A new kind of
-sink registers its answer here; the full refresh and the missing-checkpoint guard ask it."""
+sink answers through :attr:`~lakehouse_assets.lib.declare.sinks.TableSink.writes_table` and
+:meth:`~lakehouse_assets.lib.declare.sinks.TableSink.own_path`; the full refresh and the
+missing-checkpoint guard ask here."""
 
 from __future__ import annotations
 
-from functools import singledispatch
-
-from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink, TableSink
+from lakehouse_assets.lib.declare.sinks import TableSink
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.paths import LakehousePaths
 
 
-@singledispatch
 def sink_table_path(sink: TableSink, paths: LakehousePaths, table: str) -> str | None:
     """The Delta table ``sink`` writes the rows of ``table`` into, or None (not a Delta table).
 
@@ -20,17 +19,7 @@ def sink_table_path(sink: TableSink, paths: LakehousePaths, table: str) -> str |
     :param paths: the data root.
     :param table: the table's name.
     """
-    return paths.table(table)
-
-
-@sink_table_path.register
-def _delta_path(sink: DeltaPathSink, paths: LakehousePaths, table: str) -> str | None:
-    return sink.path
-
-
-@sink_table_path.register
-def _kafka(sink: KafkaSink, paths: LakehousePaths, table: str) -> str | None:
-    return None
+    return paths.table(table) if sink.writes_table else sink.own_path()
 
 
 def delta_output_paths(paths: LakehousePaths, table: TableSpec) -> dict[str, str]:

@@ -10,6 +10,7 @@ Expectations are evaluated on the function's rows for the micro-batch's new inpu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -88,8 +89,7 @@ def prepare_recompute(
     """The recompute strategy: the stream carries only the input's new rows; the handler
     recomputes the keys they touch (see the module's docstring) and records the batch's figures
     in ``ledger``."""
-    sink = table.sink
-    assert isinstance(sink, RecomputeSink)
+    sink = cast(RecomputeSink, table.sink)  # the recompute kind's strategy (writing/sink_kinds.py)
     (param,) = table.streaming_inputs
     lookups = {p: df for p, df in inputs.items() if p != param}
     stream = _without_cdf(inputs[param])

@@ -10,13 +10,20 @@ snapshot to the same state, which changes nothing.
 
 from __future__ import annotations
 
+from typing import cast
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from lakehouse_assets.lib.declare.cdc import IS_CURRENT, VALID_FROM, VALID_TO
 from lakehouse_assets.lib.declare.sinks import SnapshotCdcSink
+from lakehouse_assets.lib.declare.table import TableSpec
+from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.state import delta_sql
+from lakehouse_assets.lib.engine.state.checkpoint import ensure_table
+from lakehouse_assets.lib.engine.writing.overwrite import WholeWritten
+from lakehouse_assets.lib.paths import LakehousePaths
 
 INSERT = "__lh_insert"
 
@@ -35,6 +42,17 @@ def stored_schema(snapshot: StructType, sink: SnapshotCdcSink) -> StructType:
 
 def _q(name: str) -> str:
     return delta_sql.quote(name)
+
+
+def write_snapshot(
+    spark: SparkSession, paths: LakehousePaths, table: TableSpec, snapshot: DataFrame, kept: int, report: RunReport
+) -> WholeWritten:
+    """The snapshot CDC sink's write of a whole result: applied as changes. A snapshot's rows that
+    changed nothing are what its function "reduced"."""
+    sink = cast(SnapshotCdcSink, table.sink)  # the snapshot_cdc kind's strategy (writing/sink_kinds.py)
+    ensure_table(spark, paths, table.name, stored_schema(snapshot.schema, sink), table, main=True)
+    applied = apply_snapshot(spark, paths.table(table.name), snapshot, sink)
+    return WholeWritten(applied, "applied as changes", result_rows=applied)
 
 
 def apply_snapshot(spark: SparkSession, path: str, snapshot: DataFrame, sink: SnapshotCdcSink) -> int:

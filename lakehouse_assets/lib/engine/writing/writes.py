@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StructType
 
-from lakehouse_assets.lib.declare.sinks import AppendSink, KafkaSink, MergeSink, TableSink
+from lakehouse_assets.lib.declare.sinks import KafkaSink, MergeSink
 from lakehouse_assets.lib.declare.sql_names import column, quote
 from lakehouse_assets.lib.engine.state import delta_sql
 
@@ -105,20 +105,6 @@ def publish_batch(sink: KafkaSink, batch: DataFrame) -> None:
         .options(**sink.options)
         .save()
     )
-
-
-def write_batch(sink: TableSink, batch: DataFrame, write: BatchWrite, rows: int | None = None) -> int:
-    """Write one micro-batch with an append or merge sink; returns the rows written.
-    ``rows``: the batch's row count when the caller already knows it (saves a pass)."""
-    if isinstance(sink, MergeSink):
-        return merge_batch(sink, batch, write)
-    if isinstance(sink, AppendSink):
-        append_batch(batch, write)
-        return batch.count() if rows is None else rows
-    if isinstance(sink, KafkaSink):
-        publish_batch(sink, batch)
-        return batch.count() if rows is None else rows
-    raise TypeError(f"{type(sink).__name__} does not write micro-batches as they come")
 
 
 def by_keys(left: DataFrame, right: DataFrame, keys: list[str], how: str) -> DataFrame:
