@@ -232,7 +232,7 @@ s3: setup
 
 # Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
 latency: setup
-	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python scripts/measure_latency.py $(if $(filter 1,$(BURST)),--burst) $(LATENCY_ARGS)
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python bench/measure_latency.py $(if $(filter 1,$(BURST)),--burst) $(LATENCY_ARGS)
 
 # The benchmark suite (issue 7): writes bench/results.md and bench/history_scaling.png.
 # BENCH_ARGS=--quick for a small trial configuration; see bench/run.py --help.

@@ -228,7 +228,7 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
         lines += ["## 5. Landing-to-gold latency", ""]
         if lat.get("p50_s") is not None:
             lines += [
-                f"`scripts/measure_latency.py --isolated --drops {len(lat['drops_s'])}` (a temporary `dagster dev` with "
+                f"`bench/measure_latency.py --isolated --drops {len(lat['drops_s'])}` (a temporary `dagster dev` with "
                 "the repository's settings; the landing sensor launches every run): per drop "
                 f"{', '.join(f'{v:.1f}' for v in lat['drops_s'])} s → p50 {_s(lat['p50_s'])}, p95 {_s(lat['p95_s'])}.",
                 "",
@@ -248,7 +248,7 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
             burst = lat.get("burst") or {}
             if burst.get("rounds_s"):
                 lines += [
-                    "Bursts on the same server (`scripts/burst.py`, as `make latency BURST=1`): each round lands one "
+                    "Bursts on the same server (`bench/burst.py`, as `make latency BURST=1`): each round lands one "
                     "file in each of the four sources at once and lasts until every bronze table has committed and no "
                     "run has been queued or going for 10 s; its figure is the last commit of any table minus the "
                     f"landing: {', '.join(f'{v:.1f}' for v in burst['rounds_s'])} s → p50 {_s(burst['p50_s'])}, "

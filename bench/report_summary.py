@@ -241,7 +241,7 @@ def latency_parts(lat: dict) -> list[str]:
     if not parts:
         return []
     lines = [f"Where the time goes: the median of each part over {lat['parts_drops']} drops, read from the run's "
-             "event log (`scripts/measure_latency.py` prints it for every drop; the medians need not add up to the "
+             "event log (`bench/measure_latency.py` prints it for every drop; the medians need not add up to the "
              "median latency).", "", "| part | median |", "|---|---|"]  # fmt: skip
     lines += [f"| {LATENCY_PARTS.get(k, k)} | {v:.1f} s |" for k, v in parts.items()]
     return [*lines, "", f"What dominates: {dominant_parts(parts)}.", ""]

@@ -4,7 +4,7 @@
 
 Like for like: both sides are clients of one Spark Connect engine with Delta (started here,
 warm before anything is timed), read the same landing folder and build the same five datasets,
-the ones SDP can run here (``lakehouse_assets_tests/sdp/side_by_side.py`` says why the Auto CDC
+the ones SDP can run here (``verification/side_by_side.py`` says why the Auto CDC
 tables are left out): three bronze streaming tables, ``silver_orders`` (two append flows) and
 the materialized view ``customer_revenue``. After a warm-up run of each, every repetition lands
 one new file per source and runs each side in a fresh process, alternating which goes first;
@@ -29,8 +29,8 @@ from bench.common import BENCH, BIN, REPO, line_chart, load, log, machine, media
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
 from lakehouse_assets.lib.spark.engine_auth import client_environment
-from lakehouse_assets_tests.sdp import orders_answers as answers
-from lakehouse_assets_tests.sdp import side_by_side
+from verification import orders_answers as answers
+from verification import side_by_side
 
 DEFINITIONS = REPO / "examples" / "sdp_orders" / "definitions.py"
 

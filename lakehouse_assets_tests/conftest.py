@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from lakehouse_assets.lib.spark.session import get_spark  # noqa: E402
 from lakehouse_assets_tests.support.browser import chromium_driver  # noqa: E402
-from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse  # noqa: E402
+from verification.lakehouse import Lakehouse, make_lakehouse  # noqa: E402
 
 
 @pytest.fixture(scope="session")

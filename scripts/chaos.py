@@ -49,9 +49,9 @@ from lakehouse_assets.generate import Generator, GeneratorOptions, generate
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import get_spark
-from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
-from lakehouse_assets_tests.support.expected import ExpectedEvents, expected_history, history_rows, scd2_row
-from lakehouse_assets_tests.support.reference import lost_and_duplicated, mirror_landing
+from verification.crash import Outcome, materialize_in_child
+from verification.expected import ExpectedEvents, expected_history, history_rows, scd2_row
+from verification.reference import lost_and_duplicated, mirror_landing
 
 
 def _read(spark: SparkSession, root: Path, table: str):

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.lib.spark.session import get_spark
-from lakehouse_assets_tests.sdp import orders_answers as answers
-from lakehouse_assets_tests.sdp.tally import tally
-from lakehouse_assets_tests.support.crash import materialize_in_child
+from verification import orders_answers as answers
+from verification.crash import materialize_in_child
+from verification.tally import tally
 
 LOCATION = ("-f", str(REPO_ROOT / "examples" / "sdp_orders" / "definitions.py"))
 

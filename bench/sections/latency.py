@@ -1,26 +1,24 @@
 """Section 5: landing-to-gold and Kafka-to-gold latency under ``dagster dev``
-(``scripts/measure_latency.py``), then bursts (a file in every source at once, ``scripts/burst.py``),
+(``bench/measure_latency.py``), then bursts (a file in every source at once, ``bench/burst.py``),
 on one server with a Kafka broker configured."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 from pathlib import Path
 
 import psutil
 
-from bench.common import REPO, Config, log
+from bench.common import Config, log
 
 # -- 5: latency -------------------------------------------------------------------------------
 
 
 def _latency_script():
-    spec = importlib.util.spec_from_file_location("measure_latency", REPO / "scripts" / "measure_latency.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    from bench import measure_latency  # the drops' own module; imported late, it starts nothing
+
+    return measure_latency
 
 
 LATENCY_TIMEOUT = float(os.environ.get("BENCH_LATENCY_TIMEOUT", "600"))
@@ -79,7 +77,7 @@ def tree_cpu(server) -> float:
 
 
 def bench_latency(cfg: Config, server: LatencyServer, paths) -> dict:
-    """``scripts/measure_latency.py``'s drops against the server prepared by :func:`latency_server`:
+    """``bench/measure_latency.py``'s drops against the server prepared by :func:`latency_server`:
     landed files (the landing sensor), then one Kafka message per drop (the Kafka sensor)."""
     script = _latency_script()
     t = time.monotonic()

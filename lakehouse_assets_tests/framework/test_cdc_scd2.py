@@ -15,9 +15,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from lakehouse_assets.lib.declare.cdc import scd1_current, scd2_history
 from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE
-from lakehouse_assets_tests.support.contract import table_history
-from lakehouse_assets_tests.support.expected import expected_history, landed_files, parse_time
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.contract import table_history
+from verification.expected import expected_history, landed_files, parse_time
+from verification.lakehouse import Lakehouse
 
 HEADER = "customer_id,name,email,tier,country,op,updated_at"
 CHAIN = ["bronze_customers", "silver_customers"]

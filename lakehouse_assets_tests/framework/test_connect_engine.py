@@ -23,11 +23,11 @@ from devstack.ports import free_port
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.engine.writing import batch as preloaded_module
 from lakehouse_assets.lib.spark.engine_auth import token_file
-from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files, table_history
-from lakehouse_assets_tests.support.crash import materialize_in_child
-from lakehouse_assets_tests.support.expected import expected_history
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.processes import holding, processes_seen
+from verification.contract import assert_tables_match_landed_files, table_history
+from verification.crash import materialize_in_child
+from verification.expected import expected_history
+from verification.lakehouse import Lakehouse
+from verification.processes import holding, processes_seen
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 CUSTOMERS = "bronze_customers,bronze_customers_quarantine,silver_customers,silver_customers_quarantine"

@@ -16,8 +16,8 @@ from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.engine.reading.idle import idle_stream_input
 from lakehouse_assets.lib.engine.reading.source_log import seen_files
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.contract import assert_tables_match_landed_files
+from verification.lakehouse import Lakehouse
 
 EVENTS_CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 TABLE_ID = "b295bf67-3c99-4a87-a5b7-1876c962fac7"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse_assets_tests.support.crash import materialize_in_child
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.crash import materialize_in_child
+from verification.lakehouse import Lakehouse
 
 pytestmark = [pytest.mark.slow, pytest.mark.gate]
 LOCATION = ("-m", "lakehouse_assets_tests.framework.retention_definitions")

@@ -26,7 +26,7 @@ from lakehouse_assets.lib.engine import faults
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.orchestrate.markdown import escape
 from lakehouse_assets.lib.orchestrate.metadata import run_metadata
-from lakehouse_assets_tests.support.crash import materialize_in_child
+from verification.crash import materialize_in_child
 
 FIELDS = ("id", "kwh", "site", "extra")
 

@@ -23,9 +23,9 @@ import pytest
 from devstack.dagster_dev import TRIED_AGAIN, DagsterDev, delta_versions, isolated_home
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets_tests.support.contract import assert_every_source_exact
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.runs import wait_for
+from verification.contract import assert_every_source_exact
+from verification.lakehouse import Lakehouse
+from verification.runs import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -41,7 +41,7 @@ from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.orchestrate.pool_slots import PostgresEventLogStorage
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import REPO_ROOT
-from lakehouse_assets_tests.support.runs import assert_events_exact, overlapping_steps, step_intervals
+from verification.runs import assert_events_exact, overlapping_steps, step_intervals
 
 pytestmark = pytest.mark.slow
 

@@ -33,7 +33,7 @@ import pytest
 from devstack.dagster_dev import IN_FLIGHT, DagsterDev, delta_versions, isolated_home
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets_tests.support.runs import assert_events_exact, assert_no_overlap, step_intervals, wait_for
+from verification.runs import assert_events_exact, assert_no_overlap, step_intervals, wait_for
 
 pytestmark = pytest.mark.slow
 

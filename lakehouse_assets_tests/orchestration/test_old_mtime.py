@@ -18,7 +18,7 @@ import pytest
 
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets_tests.support.expected import ExpectedEvents
+from verification.expected import ExpectedEvents
 
 
 def land_with_old_mtime(lakehouse, tmp_path, age_days: float, seed: int) -> None:

@@ -15,7 +15,7 @@ from devstack.dagster_dev import isolated_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets_tests.support.processes import run_bounded
+from verification.processes import run_bounded
 
 REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")

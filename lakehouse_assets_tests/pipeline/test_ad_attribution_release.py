@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.lakehouse import Lakehouse
 
 LATENESS = timedelta(hours=1)
 WINDOW = timedelta(minutes=10)

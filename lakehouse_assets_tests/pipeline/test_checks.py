@@ -11,7 +11,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.lakehouse import Lakehouse
 
 CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 # The chain with its quarantine tables, which carry the quarantine checks.

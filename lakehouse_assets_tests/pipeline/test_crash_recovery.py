@@ -14,11 +14,11 @@ import pytest
 
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
-from lakehouse_assets_tests.support.crash import materialize_in_child
-from lakehouse_assets_tests.support.expected import expected_history, history_rows, scd2_row
-from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
-from lakehouse_assets_tests.support.reference import lost_and_duplicated, mirror_landing
+from verification.contract import assert_tables_match_landed_files
+from verification.crash import materialize_in_child
+from verification.expected import expected_history, history_rows, scd2_row
+from verification.lakehouse import Lakehouse, make_lakehouse
+from verification.reference import lost_and_duplicated, mirror_landing
 
 CHAIN = "bronze_events,bronze_events_quarantine,silver_events,silver_events_quarantine,gold_hourly_revenue"
 START = datetime(2026, 11, 20, 6, tzinfo=UTC)

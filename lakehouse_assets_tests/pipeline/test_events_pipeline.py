@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.orchestrate.markdown import escape
 from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE
-from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
-from lakehouse_assets_tests.support.expected import file_lines
-from lakehouse_assets_tests.support.lakehouse import Lakehouse, make_lakehouse
+from verification.contract import assert_tables_match_landed_files
+from verification.expected import file_lines
+from verification.lakehouse import Lakehouse, make_lakehouse
 
 EVENTS_CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 START = datetime(2026, 11, 20, 10, tzinfo=UTC)

@@ -24,8 +24,8 @@ from pyspark.testing import assertDataFrameEqual
 from lakehouse_assets.defs.gold.ad_attribution import attribute_clicks
 from lakehouse_assets.defs.gold.customer_ltv import customer_ltv
 from lakehouse_assets.defs.gold.user_sessions import user_sessions
-from lakehouse_assets_tests.support.expected import close
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.expected import close
+from verification.lakehouse import Lakehouse
 
 LATENESS = timedelta(hours=1)
 GAP = timedelta(minutes=30)

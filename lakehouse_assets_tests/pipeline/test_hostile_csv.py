@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse_assets_tests.support.expected import expected_history
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.expected import expected_history
+from verification.lakehouse import Lakehouse
 
 HEADER = "customer_id,name,email,tier,country,op,updated_at"
 RECORD = "{id},Ann,{id}@example.com,gold,US,upsert,2026-01-05T10:00:00Z"

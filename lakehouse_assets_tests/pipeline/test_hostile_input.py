@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from lakehouse_assets.lib.orchestrate.markdown import escape
-from lakehouse_assets_tests.support.contract import assert_tables_match_landed_files
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.contract import assert_tables_match_landed_files
+from verification.lakehouse import Lakehouse
 
 CHAIN = ["bronze_events", "silver_events", "gold_hourly_revenue"]
 

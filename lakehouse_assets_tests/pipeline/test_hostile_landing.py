@@ -18,9 +18,9 @@ from pyspark.sql import functions as F
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets_tests.support.contract import assert_every_source_exact
-from lakehouse_assets_tests.support.crash import materialize_in_child
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
+from verification.contract import assert_every_source_exact
+from verification.crash import materialize_in_child
+from verification.lakehouse import Lakehouse
 
 SECRET = "TOPSECRET-7f3a91"
 BOMB_GIB = 3

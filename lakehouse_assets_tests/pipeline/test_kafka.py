@@ -29,9 +29,9 @@ from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets_tests.support.crash import materialize_in_child
-from lakehouse_assets_tests.support.expected import ExpectedEvents
-from lakehouse_assets_tests.support.runs import assert_events_exact
+from verification.crash import materialize_in_child
+from verification.expected import ExpectedEvents
+from verification.runs import assert_events_exact
 
 pytestmark = pytest.mark.slow
 START = datetime(2026, 3, 1, 9, tzinfo=UTC)

@@ -14,8 +14,8 @@ import pytest
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.orchestrate.schedules import refresh_requests
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.runs import assert_events_exact
+from verification.lakehouse import Lakehouse
+from verification.runs import assert_events_exact
 
 START = datetime(2026, 11, 20, 10, tzinfo=UTC)
 WRONG_HEADER = "customer_id,full_name,email,tier,country,op,updated_at\nc-1,Ann,a@example.com,gold,US,upsert,2026-11-20T10:00:00Z\n"

@@ -17,9 +17,9 @@ import pytest
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.orchestrate.metadata import NO_CHANGE
-from lakehouse_assets_tests.support.expected import file_lines, is_blank
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.reference import ALL_TABLES
+from verification.expected import file_lines, is_blank
+from verification.lakehouse import Lakehouse
+from verification.reference import ALL_TABLES
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,8 @@ from lakehouse_assets.lib.engine.state.delta_log import delta_version
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.object_store import s3a_conf, s3a_secrets
-from lakehouse_assets_tests.support.crash import Outcome, materialize_in_child
-from lakehouse_assets_tests.support.reference import ALL_TABLES
+from verification.crash import Outcome, materialize_in_child
+from verification.reference import ALL_TABLES
 
 
 @dataclass

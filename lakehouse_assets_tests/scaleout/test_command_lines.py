@@ -15,8 +15,8 @@ from lakehouse_assets.lib.engine.state.delta_log import delta_row_count, delta_v
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.engine_auth import token_file
 from lakehouse_assets_tests.scaleout.stack import Stack
-from lakehouse_assets_tests.support.crash import materialize_in_child
-from lakehouse_assets_tests.support.processes import holding, processes_seen
+from verification.crash import materialize_in_child
+from verification.processes import holding, processes_seen
 
 pytestmark = pytest.mark.slow
 START = datetime(2026, 11, 20, 6, tzinfo=UTC)

@@ -27,9 +27,9 @@ from lakehouse_assets.generate import GeneratorOptions
 from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.scaleout.stack import Stack, land_round
-from lakehouse_assets_tests.support.crash import Outcome
-from lakehouse_assets_tests.support.expected import ExpectedEvents
-from lakehouse_assets_tests.support.runs import wait_for
+from verification.crash import Outcome
+from verification.expected import ExpectedEvents
+from verification.runs import wait_for
 
 pytestmark = pytest.mark.slow
 SELECTION = "bronze_events,bronze_events_quarantine"

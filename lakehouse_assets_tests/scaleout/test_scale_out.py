@@ -23,11 +23,11 @@ from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.engine.state.delta_log import delta_version
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.scaleout.stack import Stack, land_round, versions
-from lakehouse_assets_tests.support.contract import table_history
-from lakehouse_assets_tests.support.expected import expected_history
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.reference import lost_and_duplicated, table_rows
-from lakehouse_assets_tests.support.runs import assert_events_exact
+from verification.contract import table_history
+from verification.expected import expected_history
+from verification.lakehouse import Lakehouse
+from verification.reference import lost_and_duplicated, table_rows
+from verification.runs import assert_events_exact
 
 pytestmark = pytest.mark.slow
 START = datetime(2026, 11, 20, 8, tzinfo=UTC)

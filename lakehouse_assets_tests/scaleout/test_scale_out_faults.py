@@ -21,10 +21,10 @@ import pytest
 from devstack.environment import environment
 from lakehouse_assets.generate import GeneratorOptions
 from lakehouse_assets_tests.scaleout.stack import Stack, land_round
-from lakehouse_assets_tests.support.crash import FAULT_HOOK, Outcome
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.reference import lost_and_duplicated
-from lakehouse_assets_tests.support.runs import assert_events_exact
+from verification.crash import FAULT_HOOK, Outcome
+from verification.lakehouse import Lakehouse
+from verification.reference import lost_and_duplicated
+from verification.runs import assert_events_exact
 
 pytestmark = pytest.mark.slow
 CHAIN = [

@@ -23,11 +23,11 @@ from devstack.connect_server import ConnectServer
 from devstack.dagster_dev import DagsterDev
 from devstack.ports import free_port
 from lakehouse_assets.lib.settings import REPO_ROOT
-from lakehouse_assets_tests.sdp import orders_answers as answers
-from lakehouse_assets_tests.sdp import side_by_side
-from lakehouse_assets_tests.sdp.tally import tally
 from lakehouse_assets_tests.support.browser import SCREENSHOTS, body_text, shown_names, wait_until
-from lakehouse_assets_tests.support.processes import run_bounded
+from verification import orders_answers as answers
+from verification import side_by_side
+from verification.processes import run_bounded
+from verification.tally import tally
 
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 

@@ -77,8 +77,10 @@ def check_flows(
         seen.add(flow.name)
         if flow.once and any(is_streaming(i) for i in {**inputs, **flow.inputs}.values()):
             raise DeclarationError(f"{name}: once-flow {flow.name!r} is a backfill: give it snapshots (static inputs)")
-        params = set(inspect.signature(flow.transform or fn).parameters)
-        unknown = set(flow.inputs) - params
+        parameters = inspect.signature(flow.transform or fn).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            continue  # a function taking **inputs (a pipeline's dataset) takes any
+        unknown = set(flow.inputs) - set(parameters)
         if unknown:
             raise DeclarationError(
                 f"{name}: flow {flow.name!r} inputs {sorted(unknown)} are not parameters of its function"

@@ -80,6 +80,15 @@ class TableSpec:
     spark_conf: dict[str, str] = field(default_factory=dict)
     """Spark settings for this flow's query only (a pipeline's ``spark_conf=``)."""
 
+    def __post_init__(self) -> None:
+        """The refusals every way of building a table goes through: :func:`streaming_table`, and
+        the SDP, Lakeflow, SQL-file and Auto Loader builders, which make specs directly."""
+        quarantine = self.quarantine.table if self.quarantine else None
+        self.sink.refuse(self.name, self.inputs, bool(self.expectations), quarantine)
+        check_flows(self.name, self.transform, self.sink, self.flows, self.inputs)
+        if self.partition_by and self.cluster_by:
+            raise DeclarationError(f"{self.name}: a Delta table is partitioned or clustered, not both")
+
     @property
     def every_input(self) -> list[Input]:
         """What the table and each of its flows read (lineage, jobs, sensors)."""
@@ -235,10 +244,6 @@ def streaming_table(
         table_name = name or fn.__name__
         declared = _declared_inputs(fn, inputs)
         chosen_sink = sink or AppendSink()
-        chosen_sink.refuse(table_name, declared, bool(expectations), quarantine.table if quarantine else None)
-        check_flows(table_name, fn, chosen_sink, list(flows or []), declared)
-        if partition_by and cluster_by:
-            raise DeclarationError(f"{table_name}: a Delta table is partitioned or clustered, not both")
         return TableSpec(
             name=table_name,
             transform=fn,

@@ -89,8 +89,8 @@ def not_exact(engine_url: str, root: str) -> str:
     import dagster as dg
 
     from lakehouse_assets.lib.spark.session import engine_session
-    from lakehouse_assets_tests.support.contract import assert_every_source_exact
-    from lakehouse_assets_tests.support.lakehouse import Lakehouse
+    from verification.contract import assert_every_source_exact
+    from verification.lakehouse import Lakehouse
 
     spark = engine_session(engine_url)
     try:

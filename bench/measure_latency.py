@@ -1,7 +1,7 @@
 """Landing-to-gold latency: drop events files one at a time and time each until gold changes.
 
     make latency                      # uses `make dev` on 127.0.0.1:3000 if it is up, else starts it
-    .venv/bin/python scripts/measure_latency.py --drops 10 --isolated
+    .venv/bin/python bench/measure_latency.py --drops 10 --isolated
 
 For each drop it waits until no run is queued or going, lands one generated events file (written
 under a ``_`` name, then renamed: the contract's protocol), and waits for a new Delta version of
@@ -17,7 +17,7 @@ every drop, then p50 and p95.
   acknowledgement of the message.
 * ``--burst`` (``make latency BURST=1``): each round lands a file in all four sources at once and
   times until every table has taken it in, with the runs started, failed and retried
-  (``scripts/burst.py``); ``--drops`` is the number of rounds. With ``--isolated`` each round ends
+  (``bench/burst.py``); ``--drops`` is the number of rounds. With ``--isolated`` each round ends
   with every table compared with the landed files, read through the engine. ``--engine-restarts
   N`` (with ``--isolated``): in N of the rounds (every other one from the second) the engine is
   killed once a run is going and started again 3 s later; failed runs that nothing made good by
@@ -47,12 +47,12 @@ import json  # noqa: E402
 import uuid  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
+from bench.burst import Round, burst_round  # noqa: E402
 from devstack.dagster_dev import DagsterDev, delta_versions  # noqa: E402
 from devstack.kafka_broker import KafkaBroker  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines  # noqa: E402
 from lakehouse_assets.lib.paths import LakehousePaths  # noqa: E402
-from scripts.burst import Round, burst_round  # noqa: E402
 
 GOLD = "gold_hourly_revenue"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from lakehouse_assets_tests.sdp import orders_answers as answers
+from verification import orders_answers as answers
 
 
 def _plain(value: object) -> object:

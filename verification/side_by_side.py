@@ -19,7 +19,7 @@ import yaml
 
 from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets.lib.spark.engine_auth import client_environment
-from lakehouse_assets_tests.support.processes import run_bounded
+from verification.processes import run_bounded
 
 EXAMPLE = REPO_ROOT / "examples" / "sdp_orders"
 SDP_FILES = ("bronze.py", "silver_orders.py", "gold_revenue.py")

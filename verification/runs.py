@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets_tests.support.expected import ExpectedEvents, close
+from verification.expected import ExpectedEvents, close
 
 STEP_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 FAULT_HOOK = Path(__file__).resolve().parent / "fault_hook"
 DAGSTER = str(Path(sys.executable).with_name("dagster"))
 

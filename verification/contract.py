@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets_tests.support.expected import (
+from verification.expected import (
     ExpectedEvents,
     close,
     expected_history,
@@ -19,8 +19,8 @@ from lakehouse_assets_tests.support.expected import (
     parse_time,
     scd2_row,
 )
-from lakehouse_assets_tests.support.lakehouse import Lakehouse
-from lakehouse_assets_tests.support.runs import assert_events_exact
+from verification.lakehouse import Lakehouse
+from verification.runs import assert_events_exact
 
 SET_ASIDE_REASON = "_set_aside_reason"
 
