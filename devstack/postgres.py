@@ -41,7 +41,7 @@ run_storage:
     postgres_url:
       env: DAGSTER_PG_URL
 event_log_storage:
-  module: lakehouse_assets.lib.orchestrate.pool_slots
+  module: lakehouse_assets.lib.accel.pool_slots
   class: PostgresEventLogStorage
   config:
     postgres_url:

@@ -44,7 +44,7 @@ class Settings:
     (see :mod:`lakehouse_assets.lib.spark.warm_workers`)."""
     warm_runs: bool = True
     """``LAKEHOUSE_WARM_RUNS``: ``0`` starts every run that :class:`WarmRunLauncher` launches as a
-    new process (see :mod:`lakehouse_assets.lib.orchestrate.warm_runs`)."""
+    new process (see :mod:`lakehouse_assets.lib.accel.warm_runs`)."""
     class_archive_dump: str = ""
     """``LAKEHOUSE_CLASS_ARCHIVE_DUMP``: write a class archive to this path when the driver exits."""
     pin_refresh: bool = False
@@ -64,7 +64,7 @@ class Settings:
     address may then serve (any local process can use it)."""
     engine_cores: int = 0
     """``LAKEHOUSE_ENGINE_CORES``: the cores of the engine runs use, from which the run queue's
-    limit is derived (:mod:`lakehouse_assets.lib.orchestrate.admission`); ``0``: this machine's."""
+    limit is derived (:mod:`lakehouse_assets.lib.accel.admission`); ``0``: this machine's."""
     sensor_interval_s: int = 1
     """``LAKEHOUSE_SENSOR_INTERVAL_SECONDS``: minimum seconds between two ticks of a sensor."""
     sensor_settle_s: float = 0.5

@@ -6,7 +6,7 @@ folder (SQLite, one machine), or in a PostgreSQL database (what runs from severa
 steps of the three runs must not overlap in time, and the framework's OS lock must never have
 had to wait (the pools did the serializing). Afterwards every table is exact.
 
-On PostgreSQL the event log is the framework's (:mod:`lakehouse_assets.lib.orchestrate.pool_slots`):
+On PostgreSQL the event log is the framework's (:mod:`lakehouse_assets.lib.accel.pool_slots`):
 Dagster's own claim let two runs hold one slot there too (seen in CI: bronze_customers, 0.4 ms
 apart), and test_pool_slots.py races the claim directly.
 
@@ -38,7 +38,7 @@ from devstack.dagster_dev import isolated_home
 from devstack.postgres import postgres_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
-from lakehouse_assets.lib.orchestrate.pool_slots import PostgresEventLogStorage
+from lakehouse_assets.lib.accel.pool_slots import PostgresEventLogStorage
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import REPO_ROOT
 from verification.runs import assert_events_exact, overlapping_steps, step_intervals

@@ -15,7 +15,7 @@ import uuid
 import pytest
 from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 
-from lakehouse_assets.lib.orchestrate.pool_slots import PostgresEventLogStorage
+from lakehouse_assets.lib.accel.pool_slots import PostgresEventLogStorage
 
 CLAIMANTS = 6
 ROUNDS = 25

@@ -16,11 +16,11 @@ from dagster._core.instance_for_test import instance_for_test
 from dagster._core.test_utils import in_process_test_workspace, poll_for_finished_run
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
-from lakehouse_assets.lib.orchestrate.warm_runs import PID_TAG
+from lakehouse_assets.lib.accel.warm_runs import PID_TAG
 from lakehouse_assets_tests.orchestration import launched_jobs
 
 REPO = Path(__file__).resolve().parents[2]
-LAUNCHER = {"run_launcher": {"module": "lakehouse_assets.lib.orchestrate.warm_runs", "class": "WarmRunLauncher"}}
+LAUNCHER = {"run_launcher": {"module": "lakehouse_assets.lib.accel.warm_runs", "class": "WarmRunLauncher"}}
 
 
 def _launch(instance: dg.DagsterInstance, workspace, report: Path, sleep_s: float = 0.0) -> dg.DagsterRun:

@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from devstack.dagster_dev import isolated_home
-from lakehouse_assets.lib.orchestrate.admission import EngineRunCoordinator
+from lakehouse_assets.lib.accel.admission import EngineRunCoordinator
 
 pytestmark = pytest.mark.unit
 

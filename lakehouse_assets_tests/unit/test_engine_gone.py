@@ -9,6 +9,7 @@ import pytest
 
 from lakehouse_assets.lib.errors import EngineUnavailable
 from lakehouse_assets.lib.orchestrate import execution
+from lakehouse_assets.lib.spark.session import EngineWatch
 
 pytestmark = pytest.mark.unit
 
@@ -20,7 +21,6 @@ def engine_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")
     monkeypatch.setenv("LAKEHOUSE_TRANSIENT_TRIES", "3")
     monkeypatch.setenv("LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS", "0")
-    monkeypatch.setattr(execution, "_gave_up_on_engine_at", None)
 
 
 def _attempts(outcomes: list[BaseException | int]):
@@ -37,21 +37,22 @@ def _attempts(outcomes: list[BaseException | int]):
 
 
 def test_after_one_table_gave_up_the_next_tries_once_until_the_engine_answers() -> None:
+    watch = EngineWatch()  # the run's Spark resource owns it
     warnings: list[str] = []
     gone, calls = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match=r"orders: the Spark engine .* gave up after 3 tries"):
-        execution.retrying("orders", gone, None, warnings.append)  # type: ignore[arg-type]
+        execution.retrying("orders", gone, None, warnings.append, watch=watch)  # type: ignore[arg-type]
     assert len(calls) == 3 and len(warnings) == 2
 
     gone_again, calls = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match=r"customers: .*not tried again"):
-        execution.retrying("customers", gone_again, None, warnings.append)  # type: ignore[arg-type]
+        execution.retrying("customers", gone_again, None, warnings.append, watch=watch)  # type: ignore[arg-type]
     assert len(calls) == 1
 
-    assert execution.retrying("clicks", _attempts([7])[0], None, warnings.append) == (None, 7)  # type: ignore[arg-type]
+    assert execution.retrying("clicks", _attempts([7])[0], None, warnings.append, watch=watch) == (None, 7)  # type: ignore[arg-type]
     back_then_gone, calls = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match="gave up after 3 tries"):
-        execution.retrying("orders", back_then_gone, None, warnings.append)  # type: ignore[arg-type]
+        execution.retrying("orders", back_then_gone, None, warnings.append, watch=watch)  # type: ignore[arg-type]
     assert len(calls) == 3
 
 
@@ -62,3 +63,13 @@ def test_a_busy_machine_is_not_giving_up_on_the_engine() -> None:
     recovers, calls = _attempts([RuntimeError(GONE), 5])
     assert execution.retrying("customers", recovers, None, lambda _: None) == (None, 5)  # type: ignore[arg-type]
     assert len(calls) == 2
+
+
+def test_another_run_remembers_nothing_of_this_ones_engine() -> None:
+    gone, _ = _attempts([RuntimeError(GONE)])
+    with pytest.raises(EngineUnavailable, match="gave up after 3 tries"):
+        execution.retrying("orders", gone, None, lambda _: None, watch=EngineWatch())  # type: ignore[arg-type]
+    gone_again, calls = _attempts([RuntimeError(GONE)])
+    with pytest.raises(EngineUnavailable, match="gave up after 3 tries"):
+        execution.retrying("orders", gone_again, None, lambda _: None, watch=EngineWatch())  # type: ignore[arg-type]
+    assert len(calls) == 3

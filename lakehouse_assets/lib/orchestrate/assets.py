@@ -195,6 +195,7 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
                 warn=context.log.warning,
                 info=context.log.info,
                 renew=spark.renew_session if isinstance(spark, SparkResource) else None,
+                watch=spark.engine_watch if isinstance(spark, SparkResource) else None,
             )
             for event in events:
                 if isinstance(event, Materialized):

@@ -30,12 +30,12 @@ from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, first
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.spark.session import EngineWatch
 
 CHECK_THREADS = 4
 # After a table of this process gave up on an unreachable engine, the run's next tables within
 # this many seconds try once: the engine was already waited for, through every back-off.
 GAVE_UP_WINDOW_S = 120.0
-_gave_up_on_engine_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,7 @@ def retrying(
     warn: Callable[[str], None],
     renew: Callable[[], SparkSession] | None = None,
     again: str = "the table",
+    watch: EngineWatch | None = None,
 ) -> tuple[SparkSession, Any]:
     """``attempt(session)``, tried again with back-off while the engine has a passing fault
     (``LAKEHOUSE_TRANSIENT_TRIES``, ``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``); the session it
@@ -172,16 +173,18 @@ def retrying(
     :param what: the table, for the messages.
     :param again: what is tried again, for the messages.
     :param renew: a new session for the next try (a restarted engine forgot the old one).
+    :param watch: when the run's process last gave up on its engine (the Spark resource's; None:
+        nothing remembered).
     :raises EngineUnavailable: the fault outlasted the last try (one sentence; the cause chained).
     """
-    global _gave_up_on_engine_at
+    watch = watch or EngineWatch()
     settings = current()
     tries = max(1, settings.transient_tries)
-    given_up = _gave_up_on_engine_at is not None and time.monotonic() - _gave_up_on_engine_at < GAVE_UP_WINDOW_S
+    given_up = watch.gave_up_at is not None and time.monotonic() - watch.gave_up_at < GAVE_UP_WINDOW_S
     for number in range(1, tries + 1):
         try:
             result = attempt(session)
-            _gave_up_on_engine_at = None
+            watch.gave_up_at = None
             return session, result
         except Exception as error:
             cause = transient_cause(error, settings.spark_remote)
@@ -194,7 +197,7 @@ def retrying(
                 ) from error
             if number == tries:
                 if lost:
-                    _gave_up_on_engine_at = time.monotonic()
+                    watch.gave_up_at = time.monotonic()
                 raise EngineUnavailable(f"{what}: {cause}; gave up after {tries} tries") from error
             delay = settings.transient_backoff_s * 2 ** (number - 1)
             warn(f"{what}: {cause}; trying {again} again in {delay:.0f}s (try {number + 1} of {tries})")
@@ -213,6 +216,7 @@ def table_events(
     warn: Callable[[str], None] | None = None,
     info: Callable[[str], None] | None = None,
     renew: Callable[[], SparkSession] | None = None,
+    watch: EngineWatch | None = None,
 ) -> Iterator[TableEvent]:
     """Run the table's query, then yield its materializations and check outcomes. ``log`` gets
     the progress lines (a line per micro-batch), ``info`` (default ``log``) the run's one-line
@@ -232,6 +236,7 @@ def table_events(
             session,
             warn,
             renew,
+            watch=watch,
         )
     except LakehouseError as error:
         for check in checks:
@@ -258,6 +263,6 @@ def table_events(
         ):
             return list(pool.map(lambda c: evaluate_check(c, context), checks))
 
-    _, outcomes = retrying(table.name, evaluate_all, session, warn, renew, again="its checks")
+    _, outcomes = retrying(table.name, evaluate_all, session, warn, renew, again="its checks", watch=watch)
     for check, outcome in zip(checks, outcomes, strict=True):
         yield Checked(check.name, outcome)

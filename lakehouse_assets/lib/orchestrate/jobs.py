@@ -13,7 +13,7 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from lakehouse_assets.lib.orchestrate.dagster_internals import UnresolvedAssetJobDefinition
 
 SOURCE_TAG = "lakehouse/landing_source"
 KAFKA_TAG = "lakehouse/kafka_subscription"

@@ -28,7 +28,7 @@ from lakehouse_assets.lib.orchestrate.sensors import in_flight_run
 from lakehouse_assets.lib.settings import current
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from lakehouse_assets.lib.orchestrate.dagster_internals import UnresolvedAssetJobDefinition
 
 
 def kafka_sensor_name(subscription: str) -> str:

@@ -16,7 +16,7 @@ import dagster as dg
 from lakehouse_assets.lib.declare.table import TableSpec
 
 if TYPE_CHECKING:  # Dagster does not export its error record type by name
-    from dagster._utils.error import SerializableErrorInfo
+    from lakehouse_assets.lib.orchestrate.dagster_internals import SerializableErrorInfo
 
 # Failed runs looked at, newest first, for one in which the lookup's feed failed.
 RUNS_LOOKED_AT = 20

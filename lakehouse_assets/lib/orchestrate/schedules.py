@@ -26,7 +26,7 @@ from lakehouse_assets.lib.orchestrate.maintenance import MAINTENANCE_TAG, mainte
 from lakehouse_assets.lib.settings import current
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from lakehouse_assets.lib.orchestrate.dagster_internals import UnresolvedAssetJobDefinition
 
 
 def build_maintenance_schedules(jobs: Mapping[str, dg.JobDefinition]) -> list[dg.ScheduleDefinition]:

@@ -40,7 +40,7 @@ from lakehouse_assets.lib.orchestrate.stranded import RetryPolicy, retry_request
 from lakehouse_assets.lib.settings import current
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from lakehouse_assets.lib.orchestrate.dagster_internals import UnresolvedAssetJobDefinition
 
 # How often a watching tick lists the folder: a local listing is a directory read; an object
 # store's is a request that may be billed.

@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dagster_pyspark import LazyPySparkResource
+from pydantic import PrivateAttr
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
@@ -100,9 +102,24 @@ def session_settings(spark: SparkSession, settings: Mapping[str, str], owner: st
                 spark.conf.unset(key) if previous is None else spark.conf.set(key, previous)
 
 
+@dataclass
+class EngineWatch:
+    """What a run's process remembers of its engine between tables: when it last gave up on it
+    (``time.monotonic()``), so the next tables try once instead of waiting through every back-off."""
+
+    gave_up_at: float | None = None
+
+
 class SparkResource(LazyPySparkResource):
     """dagster-pyspark's lazy resource: the JVM starts only when a step first needs Spark, with
-    :func:`spark_conf` (checked then, not at import) plus ``spark_config`` overrides."""
+    :func:`spark_conf` (checked then, not at import) plus ``spark_config`` overrides. It owns the
+    process's :class:`EngineWatch`."""
+
+    _engine_watch: EngineWatch = PrivateAttr(default_factory=EngineWatch)
+
+    @property
+    def engine_watch(self) -> EngineWatch:
+        return self._engine_watch
 
     def _init_session(self) -> None:
         if self._spark_session is None:

@@ -17,9 +17,9 @@ import os
 from typing import Any
 
 from dagster import QueuedRunCoordinator
-from dagster._serdes import ConfigurableClassData
 
 from lakehouse_assets.lib import settings as lakehouse_settings
+from lakehouse_assets.lib.orchestrate.dagster_internals import ConfigurableClassData
 
 RUNS_PER_CORE_AS_CLIENTS = 2
 ADMISSION_VARIABLES = ("SPARK_REMOTE", "LAKEHOUSE_ENGINE_CORES")

@@ -1,6 +1,6 @@
-"""The warm process behind :class:`~lakehouse_assets.lib.orchestrate.warm_runs.WarmRunLauncher`.
+"""The warm process behind :class:`~lakehouse_assets.lib.accel.warm_runs.WarmRunLauncher`.
 
-``python -m lakehouse_assets.lib.orchestrate.run_forker <module> <answer fd>`` imports Dagster,
+``python -m lakehouse_assets.lib.accel.run_forker <module> <answer fd>`` imports Dagster,
 its run worker, the Spark Connect client and the code location's module once and says ``ready``
 on the answer file descriptor (not stdout, which the runs' output shares). It then reads one
 request per line on its stdin (the arguments of ``dagster api execute_run``, the environment and
@@ -27,19 +27,18 @@ import sys
 import traceback
 from typing import Any
 
+from lakehouse_assets.lib.orchestrate.dagster_internals import RUN_WORKER_MODULES
 from lakehouse_assets.lib.spark.warm_workers import source_mtimes, sources_changed
 
-PRELOAD = ("dagster", "dagster._cli", "dagster._cli.api", "dagster._core.execution.api", "pyspark.sql.connect.session")
+PRELOAD = (*RUN_WORKER_MODULES, "pyspark.sql.connect.session")
 
 
 def report_crash(execute_run_args: str, exit_code: int) -> None:
     """End the run of ``dagster api execute_run``'s serialized arguments if its process ended
     (with ``exit_code``) before the run did: failed, or cancelled if it was being cancelled."""
-    from dagster._core.instance import DagsterInstance
-    from dagster._core.storage.dagster_run import DagsterRunStatus
-    from dagster._grpc.types import ExecuteRunArgs
-    from dagster._serdes import deserialize_value
-    from dagster._utils import get_run_crash_explanation
+    from dagster import DagsterInstance, DagsterRunStatus, deserialize_value
+
+    from lakehouse_assets.lib.orchestrate.dagster_internals import ExecuteRunArgs, get_run_crash_explanation
 
     args = deserialize_value(execute_run_args, ExecuteRunArgs)
     with DagsterInstance.from_ref(args.instance_ref) as instance:  # type: ignore[arg-type]
@@ -72,12 +71,10 @@ def _work(request: dict[str, Any]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = ["dagster", *request["args"]]
-        from dagster._cli import main
-        from dagster._utils.interrupts import capture_interrupts
+        from lakehouse_assets.lib.orchestrate.dagster_internals import run_dagster_cli
 
         # An interrupt (a cancellation) before the run worker listens for one is kept for it.
-        with capture_interrupts():
-            main()
+        run_dagster_cli()
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)

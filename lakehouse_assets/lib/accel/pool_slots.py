@@ -26,12 +26,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as db
-from dagster._core.storage.event_log.schema import ConcurrencySlotsTable
-from dagster._core.storage.sqlalchemy_compat import db_select
-from dagster._serdes import ConfigurableClassData
-from dagster._utils.concurrency import ConcurrencySlotStatus
 from dagster_postgres import PostgresEventLogStorage as _DagsterPostgresEventLogStorage
 from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
+
+from lakehouse_assets.lib.orchestrate.dagster_internals import (
+    ConcurrencySlotsTable,
+    ConcurrencySlotStatus,
+    ConfigurableClassData,
+    db_select,
+)
 
 
 class PostgresEventLogStorage(_DagsterPostgresEventLogStorage):

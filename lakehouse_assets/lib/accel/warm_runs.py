@@ -6,7 +6,7 @@ starts it with ``multiprocessing``'s ``spawn`` context (hard-coded in ``dagster/
 so every run pays a cold start and no setting changes that. Dagster's other launchers (Docker,
 Kubernetes, ECS) start ``dagster api execute_run <arguments>`` instead; this one starts the same
 command, forked from a process that imported it already
-(:mod:`lakehouse_assets.lib.orchestrate.run_forker`): one per Python executable and code
+(:mod:`lakehouse_assets.lib.accel.run_forker`): one per Python executable and code
 location, the launcher's child, ending with it. The run's process is Dagster's own run worker,
 so a run, its event log, retries and cancellation are what they are with Dagster's launcher.
 
@@ -17,7 +17,7 @@ cancelled through Dagster's run monitoring (on in the repository's ``dagster.yam
 launcher in ``dagster.yaml``::
 
     run_launcher:
-      module: lakehouse_assets.lib.orchestrate.warm_runs
+      module: lakehouse_assets.lib.accel.warm_runs
       class: WarmRunLauncher
 """
 
@@ -38,13 +38,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
-from dagster import _check as check
-from dagster._core.code_pointer import ModuleCodePointer, PackageCodePointer
-from dagster._core.launcher.base import LaunchRunContext, RunLauncher
-from dagster._grpc.types import ExecuteRunArgs
-from dagster._serdes import ConfigurableClass, ConfigurableClassData
-
-from lakehouse_assets.lib.orchestrate.run_forker import report_crash
+from lakehouse_assets.lib.accel.run_forker import report_crash
+from lakehouse_assets.lib.orchestrate.dagster_internals import (
+    ConfigurableClass,
+    ConfigurableClassData,
+    ExecuteRunArgs,
+    LaunchRunContext,
+    ModuleCodePointer,
+    PackageCodePointer,
+    RunLauncher,
+)
 from lakehouse_assets.lib.settings import current
 
 PID_TAG = "lakehouse/run_process"
@@ -58,12 +61,12 @@ log = logging.getLogger(__name__)
 
 
 class _WarmProcess:
-    """The launcher's end of a :mod:`~lakehouse_assets.lib.orchestrate.run_forker` process:
+    """The launcher's end of a :mod:`~lakehouse_assets.lib.accel.run_forker` process:
     requests on its stdin, answers on a pipe of their own (its stdout is the runs')."""
 
     def __init__(self, python: str, module: str, cwd: str) -> None:
         self._answers, answers_w = os.pipe()
-        command = [python, "-m", "lakehouse_assets.lib.orchestrate.run_forker", module, str(answers_w)]
+        command = [python, "-m", "lakehouse_assets.lib.accel.run_forker", module, str(answers_w)]
         try:
             self.process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, pass_fds=(answers_w,))
         finally:
@@ -165,7 +168,9 @@ class WarmRunLauncher(RunLauncher, ConfigurableClass):
 
     def launch_run(self, context: LaunchRunContext) -> None:
         run = context.dagster_run
-        origin = check.not_none(run.job_code_origin, f"run {run.run_id} has no code origin to start it from")
+        origin = run.job_code_origin
+        if origin is None:
+            raise RuntimeError(f"run {run.run_id} has no code origin to start it from")
         arguments = ExecuteRunArgs(job_origin=origin, run_id=run.run_id, instance_ref=self._instance.get_ref())
         # ``dagster api execute_run <arguments>`` as ``python -m dagster`` of the code location's
         # interpreter (Dagster's own launcher, too, starts the run with that interpreter).
