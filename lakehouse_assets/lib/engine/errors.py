@@ -8,7 +8,7 @@ from urllib.parse import unquote
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.spark.engine_auth import token_file
 
-__all__ = ["LakehouseError", "engine_lost", "engine_refused", "short_error", "unreadable_file"]
+__all__ = ["LakehouseError", "conditions", "engine_lost", "engine_refused", "short_error", "unreadable_file"]
 
 
 def _with_causes(error: BaseException) -> str:
@@ -22,6 +22,33 @@ def _with_causes(error: BaseException) -> str:
         nested = getattr(current, "_cause", None) or current.__cause__
         current = nested if isinstance(nested, BaseException) else None
     return "\n".join(texts)
+
+
+def conditions(error: BaseException) -> set[str]:
+    """Spark's error conditions (``FAILED_READ_FILE.NO_HINT``, ``INVALID_HANDLE.SESSION_CHANGED``,
+    ...) of ``error`` and its causes, with their parent conditions (``INVALID_HANDLE``): what
+    PySpark's exceptions carry as ``getCondition()``, classic and Connect alike."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and len(seen) < 10:
+        seen.add(id(current))
+        condition = getattr(current, "getCondition", None)
+        value = condition() if callable(condition) else None
+        if isinstance(value, str) and value:
+            parts = value.split(".")
+            found |= {".".join(parts[: i + 1]) for i in range(len(parts))}
+        nested = getattr(current, "_cause", None) or current.__cause__
+        current = nested if isinstance(nested, BaseException) else None
+    return found
+
+
+_STATE_MISMATCH = {
+    "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+    "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+    "STREAMING_STATEFUL_OPERATOR_NOT_MATCH",
+    "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION",
+}
 
 
 _CSV_HEADER = re.compile(
@@ -73,16 +100,10 @@ def short_error(error: BaseException) -> str:
     if refused:
         return refused
     text = _with_causes(error)
-    if any(
-        m in text
-        for m in (
-            "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
-            "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
-            "STREAMING_STATEFUL_OPERATOR_NOT_MATCH",
-            "StateSchemaNotCompatible",
-            "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION",
-            "state schema",
-        )
+    # By condition where PySpark carries one; by the text where the JVM's error arrives as text
+    # (a query's failure inside foreachBatch, through Py4J).
+    if conditions(error) & _STATE_MISMATCH or any(
+        m in text for m in (*_STATE_MISMATCH, "StateSchemaNotCompatible", "state schema")
     ):
         return (
             "its stateful query no longer matches the state in its checkpoint (keys, aggregates or "
@@ -137,7 +158,7 @@ def transient_cause(error: BaseException, remote: str) -> str | None:
     text = _with_causes(error)
     if "ExpectationFailed" in text:
         return None
-    if any(marker in text for marker in _WORKER_LATE):
+    if "PYTHON_WORKER_FAILED_TO_CONNECT" in conditions(error) or any(marker in text for marker in _WORKER_LATE):
         return "the engine's Python worker for the micro-batches did not connect back in time (a busy machine)"
     if any(marker in text for marker in _CONNECTION_RESET):
         return "the connection to the Spark engine was reset"
@@ -150,7 +171,8 @@ def engine_lost(error: BaseException, remote: str) -> str | None:
     status = getattr(error, "getGrpcStatusCode", None)
     code = str(status()) if callable(status) else ""
     text = f"{code} {error}"
-    if not remote or not any(marker in text for marker in _ENGINE_GONE):
+    gone = conditions(error) & {"INVALID_HANDLE", "NO_ACTIVE_SESSION"}
+    if not remote or not (gone or any(marker in text for marker in _ENGINE_GONE)):
         return None
     return (
         f"the Spark engine at {remote} is unreachable or was lost during the run; start it "
