@@ -214,7 +214,9 @@ def decide(
 ) -> Decision:
     """What the tick does next (see the module's docstring)."""
     grace_ns = int(settings.grace_s * 1e9)
-    result = evaluate(listing.files, cursor, grace_ns) if listing is not None else Evaluation([], 0, cursor)
+    result = (
+        evaluate(listing.files, cursor, grace_ns, listing.old) if listing is not None else Evaluation([], 0, cursor)
+    )
     if not result.has_work:
         return _nothing_new(listing, cursor, result, runs, now, settings, tick)
     what = described(len(result.new), result.unidentified)
@@ -235,7 +237,8 @@ def decide(
             f"{what} waiting {settings.settle_s:g}s for the landing folder to settle "
             f"(newest arrived {max(0.0, newest_age):.1f}s ago), so a burst gives one run."
         )
-    return Request(tuple(result.new), result.unidentified, result.next_cursor, result.run_key(source))
+    next_cursor = listing.marked(result.next_cursor) if listing is not None else result.next_cursor
+    return Request(tuple(result.new), result.unidentified, next_cursor, result.run_key(source))
 
 
 def _nothing_new(
@@ -266,7 +269,7 @@ def _nothing_new(
     if listing is None:
         seen = "unchanged since a listing that found nothing new"
     else:
-        seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
+        seen = f"{listing.count} complete file(s), all seen" if listing.count else "no complete files yet"
     ignored = (
         f"{listing.in_progress} in-progress name(s) ignored" if listing is not None and listing.in_progress else ""
     )

@@ -79,17 +79,18 @@ class Looker:
     def __init__(self, folder: Path | str, globs: Sequence[str]) -> None:
         self.folder, self.globs, self.listed_s = folder, globs, 0.0
 
-    def list(self) -> Listing:
+    def list(self, cursor: LandingCursor) -> Listing:
+        """The folder's entries; those at or before ``cursor``'s name mark not looked at one by one."""
         began = time.perf_counter()
         try:
-            return scan(self.folder, self.globs)
+            return scan(self.folder, self.globs, cursor)
         finally:
             self.listed_s += time.perf_counter() - began
 
     def look(self, cursor: LandingCursor, previous: Listing | None) -> Listing | None:
         """A listing of the folder, or ``previous`` when its time has not moved since a listing
         that found nothing new (a tick then costs one stat, however many files it holds)."""
-        return previous if cursor.unchanged(folder_stamp(self.folder), time.time_ns()) else self.list()
+        return previous if cursor.unchanged(folder_stamp(self.folder), time.time_ns()) else self.list(cursor)
 
 
 def build_landing_sensor(
@@ -146,7 +147,7 @@ def build_landing_sensor(
             elif isinstance(decision, Settle):
                 sleep(decision.wait_s)
                 tick = replace(tick, settled=True)
-                listing = looker.list()
+                listing = looker.list(cursor)
             elif isinstance(decision, Retry):
                 context.log.info(
                     f"{source}: the last run ended badly; requesting {job.name} again to drain what it left ({took()})"
