@@ -40,7 +40,8 @@ help:
 	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95); BURST=1: all sources at once"
 	@echo "make bench       - the benchmark suite (bench/results.md); make bench-sdp: the SDP example vs spark-pipelines;"
 	@echo "                   make bench-scale-out: the events chain on a cluster and an S3 bucket vs local mode;"
-	@echo "                   make bench-history: runs and sensor ticks after 10 .. 100,000 earlier files, a backfill"
+	@echo "                   make bench-history: runs and sensor ticks after 10 .. 100,000 earlier files, a backfill;"
+	@echo "                   make bench-tick: a sensor tick in a folder of 10 .. 1,000,000 files (Spark-free)"
 	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows;"
 	@echo "                   CHAOS_ARGS='--engine' runs through a Spark Connect engine and kills it too"
 	@echo "make chaos-sdp   - the same for the SDP example (examples/sdp_orders): CHAOS_ARGS='--rounds 4 --kills-per-round 6'"
@@ -254,6 +255,12 @@ bench-sdp: $(STAMP) jars
 .PHONY: bench-history
 bench-history: $(STAMP) jars
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.landing_history $(BENCH_ARGS)
+
+# A landing sensor's tick with a new file in a folder of 10 .. 1,000,000 files, Spark-free
+# (bench/results.md's "sensor-tick" block). BENCH_ARGS='--levels 10,10000 --reps 5'.
+.PHONY: bench-tick
+bench-tick: $(STAMP)
+	$(BIN)/python -m bench.sensor_tick $(BENCH_ARGS)
 
 # The events chain on a standalone cluster (local disk, then an S3 bucket) next to local mode
 # (bench/scale_out_results.md). BENCH_ARGS='--reps 5 --files 40'.

@@ -18,14 +18,17 @@ A tick:
 
 Files that land while a run is going are not in the cursor yet, so the first tick after the
 run ends requests the next run. When the source's last run failed or was cancelled and nothing
-new landed, the sensor requests a run anyway, with back-off (:mod:`.stranded`). The cursor only moves together with a run request (or when
-nothing is new), so no file is ever skipped, and the run key keeps a retried tick from
-launching a file twice.
+new landed, the sensor requests a run anyway, with back-off (:mod:`.stranded`). The cursor only
+moves together with a run request (or when nothing is new), so no file is ever skipped, and the
+run key keeps a retried tick from launching a file twice.
+
+What to do at each look is :func:`~.decide.decide`'s answer (pure, unit-tested); this module
+gathers its inputs (a listing, the cursor, the source's runs) and acts on it.
 """
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,84 +36,61 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.reading.landing_names import describe_not_ingested
+from lakehouse_assets.lib.orchestrate.decide import (
+    TICK_BUDGET_S,
+    WATCH_POLL_OBJECTS_S,
+    WATCH_POLL_S,
+    Request,
+    Retry,
+    SensorSettings,
+    Settle,
+    Skip,
+    Tick,
+    Watch,
+    decide,
+)
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, landing_globs
-from lakehouse_assets.lib.orchestrate.landing import Evaluation, LandingCursor, digest, evaluate, folder_stamp, scan
+from lakehouse_assets.lib.orchestrate.landing import LandingCursor, Listing, digest, folder_stamp, scan
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
-from lakehouse_assets.lib.orchestrate.stranded import RetryPolicy, retry_request
-from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.orchestrate.stranded import IN_FLIGHT, InstanceRuns, in_flight_run, retry_run_request
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
     from lakehouse_assets.lib.orchestrate.dagster_internals import UnresolvedAssetJobDefinition
 
-# How often a watching tick lists the folder: a local listing is a directory read; an object
-# store's is a request that may be billed.
-WATCH_POLL_S = 0.25
-WATCH_POLL_OBJECTS_S = 1.0
-# A tick's watch and settle wait end within this many seconds of its start, so it is over before
-# the daemon's next pass (5 s after this one) and the sensor is not skipped for a pass.
-TICK_BUDGET_S = 4.0
-IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.CANCELING,
+__all__ = [
+    "IN_FLIGHT",
+    "TICK_BUDGET_S",
+    "WATCH_POLL_OBJECTS_S",
+    "WATCH_POLL_S",
+    "SensorSettings",
+    "build_landing_sensor",
+    "in_flight_run",
+    "sensor_name",
 ]
-
-
-@dataclass(frozen=True)
-class SensorSettings:
-    """Sensor timing (``LAKEHOUSE_SENSOR_*``, see :mod:`lakehouse_assets.lib.settings`).
-
-    The daemon evaluates sensors every 5 s at most; a minimum interval of 5 would skip every
-    other pass (the last tick started a few milliseconds less than 5 s before), so the default
-    of 1 lets each pass tick. A tick that finds the folder settling waits up to ``settle_wait_s``
-    for it (a file found just after it landed would otherwise wait for the next pass). A tick
-    that finds nothing new, or new files behind a going run, watches the folder and the run
-    until ``watch_s`` after it started, cut so that watch and settle wait end within
-    :data:`TICK_BUDGET_S` (a tick still going at the daemon's next pass makes it skip the sensor).
-    ``watch_s`` is 0 unless given, so a test opts in; :meth:`from_env` reads the setting (3.5 s)."""
-
-    interval_s: int = 1
-    settle_s: float = 0.5
-    max_settle_s: float = 60.0
-    grace_s: float = 600.0
-    settle_wait_s: float = 1.0
-    watch_s: float = 0.0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-    @classmethod
-    def from_env(cls) -> "SensorSettings":
-        settings = current()
-        return cls(
-            interval_s=settings.sensor_interval_s,
-            settle_s=settings.sensor_settle_s,
-            max_settle_s=settings.sensor_max_settle_s,
-            grace_s=settings.sensor_grace_s,
-            settle_wait_s=settings.sensor_settle_wait_s,
-            watch_s=settings.sensor_watch_s,
-            retry=RetryPolicy(first_s=settings.sensor_retry_backoff_s),
-        )
-
-    def settling_for(self, new: Sequence, now: float) -> float:
-        """Seconds until the folder counts as settled (0: settled, or its oldest new file has
-        waited ``max_settle_s``), for new files sorted by arrival."""
-        if not new:
-            return 0.0
-        newest_age, oldest_age = now - new[-1].arrived_ns / 1e9, now - new[0].arrived_ns / 1e9
-        if newest_age < self.settle_s and oldest_age < self.max_settle_s:
-            return self.settle_s - max(0.0, newest_age)
-        return 0.0
 
 
 def sensor_name(source: str) -> str:
     return f"landing_{source}_sensor"
 
 
-def in_flight_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.DagsterRun | None:
-    """A queued or going run with these tags, if any."""
-    runs = instance.get_runs(filters=dg.RunsFilter(tags=tags, statuses=IN_FLIGHT), limit=1)
-    return runs[0] if runs else None
+class Looker:
+    """Looks at one landing folder for a tick, and keeps the time its listings took."""
+
+    def __init__(self, folder: Path | str, globs: Sequence[str]) -> None:
+        self.folder, self.globs, self.listed_s = folder, globs, 0.0
+
+    def list(self, cursor: LandingCursor) -> Listing:
+        """The folder's entries; those at or before ``cursor``'s name mark not looked at one by one."""
+        began = time.perf_counter()
+        try:
+            return scan(self.folder, self.globs, cursor)
+        finally:
+            self.listed_s += time.perf_counter() - began
+
+    def look(self, cursor: LandingCursor, previous: Listing | None) -> Listing | None:
+        """A listing of the folder, or ``previous`` when its time has not moved since a listing
+        that found nothing new (a tick then costs one stat, however many files it holds)."""
+        return previous if cursor.unchanged(folder_stamp(self.folder), time.time_ns()) else self.list(cursor)
 
 
 def build_landing_sensor(
@@ -123,31 +103,7 @@ def build_landing_sensor(
 ) -> dg.SensorDefinition:
     settings = settings or SensorSettings.from_env()
     globs = landing_globs(tables, source)
-    grace_ns = int(settings.grace_s * 1e9)
-    # The longest a settle wait may take comes after the watch, within the tick's budget.
-    watch_s = min(settings.watch_s, TICK_BUDGET_S - min(settings.settle_s, settings.settle_wait_s))
-
-    def going(instance: dg.DagsterInstance) -> dg.DagsterRun | None:
-        return in_flight_run(instance, {SOURCE_TAG: source})
-
-    def watch(
-        folder: Path | str, cursor: LandingCursor, started: float, instance: dg.DagsterInstance
-    ) -> Evaluation | None:
-        """New files, found by listing ``folder`` again until ``watch_s`` after ``started``: as
-        soon as no run of the source is queued or going, else when the watch ends (None: nothing
-        new by then)."""
-        poll = WATCH_POLL_S if isinstance(folder, Path) else WATCH_POLL_OBJECTS_S
-        found, last = None, cursor
-        for _ in range(int(watch_s / poll)):
-            if clock() + poll > started + watch_s:
-                break
-            sleep(poll)
-            if found is None or not last.unchanged(folder_stamp(folder), time.time_ns()):  # list a folder that changed
-                listing = scan(folder, globs)
-                found, last = evaluate(listing.files, cursor, grace_ns), listing.stamped(cursor)
-            if found.has_work and going(instance) is None:
-                return found
-        return found if found is not None and found.has_work else None
+    tags = {SOURCE_TAG: source}
 
     @dg.sensor(
         name=sensor_name(source),
@@ -164,83 +120,58 @@ def build_landing_sensor(
         started = clock()
         paths = lakehouse.paths
         folder = paths.local_path(paths.landing(source)) if paths.is_local else paths.landing(source)
+        looker = Looker(folder, globs)
         cursor = LandingCursor.load(context.cursor)
-        # A folder whose time has not moved since a listing that found nothing new is not listed:
-        # a tick then costs one stat, however many files the folder holds.
-        listing = None if cursor.unchanged(folder_stamp(folder), time.time_ns()) else scan(folder, globs)
-        not_read, ignored = "", ""
-        if listing is not None:
-            not_read = describe_not_ingested(str(folder), listing.not_read, globs) if listing.not_read else ""
-            ignored = f"{listing.in_progress} in-progress name(s) ignored" if listing.in_progress else ""
-            if digest(listing.not_read) != cursor.warned:
-                if not_read:
-                    context.log.warning(f"{source}: {not_read}")
-                cursor = replace(cursor, warned=digest(listing.not_read))
+        listing = looker.look(cursor, None)
+        not_read = describe_not_ingested(str(folder), listing.not_read, globs) if listing and listing.not_read else ""
+        if listing is not None and digest(listing.not_read) != cursor.warned:  # a warning per change, not per tick
+            if not_read:
+                context.log.warning(f"{source}: {not_read}")
+            cursor = replace(cursor, warned=digest(listing.not_read))
+            context.update_cursor(cursor.dump())
+        poll = WATCH_POLL_S if isinstance(folder, Path) else WATCH_POLL_OBJECTS_S
+        tick = Tick(started, str(folder), poll, not_read=not_read)
+
+        def took() -> str:
+            return f"tick {1000 * (clock() - started):.0f} ms, listing {1000 * looker.listed_s:.1f} ms"
+
+        while True:
+            decision = decide(listing, cursor, InstanceRuns(context.instance, tags), clock(), settings, tick, source)
+            if isinstance(decision, Skip | Retry | Watch) and decision.cursor is not None:
+                cursor = decision.cursor
                 context.update_cursor(cursor.dump())
-        result = evaluate(listing.files, cursor, grace_ns) if listing is not None else Evaluation([], 0, cursor)
-        if not result.has_work:
-            stamped = listing.stamped(replace(result.next_cursor, warned=cursor.warned)) if listing else cursor
-            if stamped != cursor:
-                cursor = stamped
-                context.update_cursor(cursor.dump())
-            if going(context.instance) is None:
-                retry = retry_request(context.instance, {SOURCE_TAG: source}, clock(), settings.retry)
-                if isinstance(retry, dg.RunRequest):
-                    context.log.info(
-                        f"{source}: the last run ended badly; requesting {job.name} again to drain what it left"
-                    )
-                if retry is not None:
-                    return retry
-            result = watch(folder, cursor, started, context.instance) or result
-        if not result.has_work:
-            if listing is None:
-                seen = "unchanged since a listing that found nothing new"
+            if isinstance(decision, Watch):
+                sleep(decision.poll_s)
+                tick = replace(tick, polls=tick.polls + 1)
+                listing = looker.look(cursor, listing)
+            elif isinstance(decision, Settle):
+                sleep(decision.wait_s)
+                tick = replace(tick, settled=True)
+                listing = looker.list(cursor)
+            elif isinstance(decision, Retry):
+                context.log.info(
+                    f"{source}: the last run ended badly; requesting {job.name} again to drain what it left ({took()})"
+                )
+                return retry_run_request(decision.of, tags)
+            elif isinstance(decision, Request):
+                return _requested(context, source, job.name, decision, took())
             else:
-                seen = f"{len(listing.files)} complete file(s), all seen" if listing.files else "no complete files yet"
-            details = ", ".join(x for x in [seen, ignored, not_read] if x)
-            return dg.SkipReason(f"No new files in {folder} ({details}; tick {1000 * (clock() - started):.0f} ms).")
-
-        def described(result: Evaluation) -> str:
-            return f"{len(result.new)} new file(s)" + (
-                f" and {result.unidentified} arriving before the cursor window" if result.unidentified else ""
-            )
-
-        what = described(result)
-        run = going(context.instance)
-        if run is not None and (later := watch(folder, cursor, started, context.instance)) is not None:
-            result, what = later, described(later)
-            run = going(context.instance)  # still going when the watch ran out before it ended
-        if run is not None:
-            return dg.SkipReason(
-                f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status.value}. "
-                "It or the next run drains every new file, so the sensor waits for it to finish."
-            )
-        settling = settings.settling_for(result.new, clock())
-        if 0 < settling <= settings.settle_wait_s:
-            sleep(settling)
-            result = evaluate(scan(folder, globs).files, cursor, grace_ns)
-            if not result.has_work:  # the new files went away meanwhile
-                return dg.SkipReason(f"No new files in {folder} (the new ones were removed while settling).")
-            what = described(result)
-            settling = settings.settling_for(result.new, clock())
-        if settling > 0:
-            newest_age = clock() - result.new[-1].arrived_ns / 1e9
-            return dg.SkipReason(
-                f"{what} waiting {settings.settle_s:g}s for the landing folder to settle "
-                f"(newest arrived {max(0.0, newest_age):.1f}s ago), so a burst gives one run."
-            )
-
-        context.update_cursor(result.next_cursor.dump())
-        names = [f.name for f in result.new]
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        context.log.info(f"{source}: requesting {job.name} for {what}: {shown}")
-        return dg.RunRequest(
-            run_key=result.run_key(source),
-            tags={
-                SOURCE_TAG: source,
-                "lakehouse/new_files": str(len(names)),
-                "lakehouse/first_new_file": names[0] if names else "",
-            },
-        )
+                context.log.info(f"{source}: skipped ({took()})")
+                return dg.SkipReason(decision.message)
 
     return _sensor
+
+
+def _requested(context: dg.SensorEvaluationContext, source: str, job: str, decision: Request, took: str):
+    context.update_cursor(decision.next_cursor.dump())
+    names = [f.name for f in decision.new]
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    context.log.info(f"{source}: requesting {job} for {decision.what}: {shown} ({took})")
+    return dg.RunRequest(
+        run_key=decision.run_key,
+        tags={
+            SOURCE_TAG: source,
+            "lakehouse/new_files": str(len(names)),
+            "lakehouse/first_new_file": names[0] if names else "",
+        },
+    )

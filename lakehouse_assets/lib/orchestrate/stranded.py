@@ -1,41 +1,51 @@
 """No stranded files: when a source's last sensor run failed or was interrupted, what its
 checkpoints have not drained is still work, even if no new file arrives. The sensor asks for a
 new run of that source once per failed run, waiting longer after each failure in a row so a
-permanent error does not spin."""
+permanent error does not spin (:class:`~.decide.RetryPolicy`, decided in :func:`~.decide.decide`).
+
+This module reads the source's runs from the Dagster instance for that decision: a run queued
+or going, and the newest runs that ended badly.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 
 import dagster as dg
 
+from lakehouse_assets.lib.orchestrate.decide import GoingRun, RetryPolicy, Stranded
+
+__all__ = [
+    "ENDED_BADLY",
+    "IN_FLIGHT",
+    "RETRY_OF_TAG",
+    "InstanceRuns",
+    "RetryPolicy",
+    "in_flight_run",
+    "retry_run_request",
+    "stranded",
+]
+
 ENDED_BADLY = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 RETRY_OF_TAG = "lakehouse/retry_of"
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long the sensor waits after a failed run before it asks for the next one: ``first_s``,
-    doubled for every further failure in a row, at most ``max_s``."""
-
-    first_s: float = 10.0
-    max_s: float = 1800.0
-
-    def wait_s(self, failures_in_a_row: int) -> float:
-        return min(self.max_s, self.first_s * 2 ** max(0, failures_in_a_row - 1))
+def in_flight_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.DagsterRun | None:
+    """A queued or going run with these tags, if any."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags=tags, statuses=IN_FLIGHT), limit=1)
+    return runs[0] if runs else None
 
 
-def retry_request(
-    instance: dg.DagsterInstance, tags: dict[str, str], now: float, policy: RetryPolicy
-) -> dg.RunRequest | dg.SkipReason | None:
-    """A run request when the newest run with ``tags`` ended badly and its back-off has passed;
-    a skip reason while it has not; None when the newest run succeeded (or there is none).
-
-    :param instance: the Dagster instance holding the runs.
-    :param tags: the tags the sensor puts on its runs (the source's).
-    :param now: the time now (seconds since the epoch).
-    :param policy: the back-off.
-    """
+def stranded(instance: dg.DagsterInstance, tags: dict[str, str]) -> Stranded | None:
+    """The newest run with ``tags`` when it ended badly, with how many did in a row (of the last
+    20); None when the newest succeeded, is going, or there is none."""
     records = instance.get_run_records(filters=dg.RunsFilter(tags=tags), limit=20)
     failures = 0
     for record in records:
@@ -47,14 +57,29 @@ def retry_request(
     newest = records[0]
     run = newest.dagster_run
     ended = newest.end_time or newest.update_timestamp.timestamp()
-    wait = policy.wait_s(failures)
-    what = f"run {run.run_id[:8]} of {run.job_name} ended {run.status.value}"
-    if now - ended < wait:
-        return dg.SkipReason(
-            f"{what} ({failures} in a row); asking for another run {wait - (now - ended):.0f}s from now, "
-            "since what it did not drain is still to do."
-        )
+    return Stranded(run.run_id, run.job_name, run.status.value, ended, failures)
+
+
+class InstanceRuns:
+    """The source's runs as :func:`~.decide.decide` reads them, each asked of the instance only
+    when the decision needs it (once per look at the folder)."""
+
+    def __init__(self, instance: dg.DagsterInstance, tags: dict[str, str]) -> None:
+        self.instance, self.tags = instance, tags
+
+    @cached_property
+    def going(self) -> GoingRun | None:
+        run = in_flight_run(self.instance, self.tags)
+        return GoingRun(run.run_id, run.job_name, run.status.value) if run is not None else None
+
+    @cached_property
+    def stranded(self) -> Stranded | None:
+        return stranded(self.instance, self.tags)
+
+
+def retry_run_request(of: Stranded, tags: dict[str, str]) -> dg.RunRequest:
+    """The run that drains what the stranded run ``of`` left (one per failed run: its key)."""
     return dg.RunRequest(
-        run_key=f"retry-of-{run.run_id}",
-        tags={**tags, RETRY_OF_TAG: run.run_id, "lakehouse/new_files": "0", "lakehouse/first_new_file": ""},
+        run_key=f"retry-of-{of.run_id}",
+        tags={**tags, RETRY_OF_TAG: of.run_id, "lakehouse/new_files": "0", "lakehouse/first_new_file": ""},
     )

@@ -10,7 +10,13 @@ The cursor (JSON) holds
 
 * ``hwm``: the newest arrival seen (ns),
 * ``recent``: the names that arrived within ``grace`` of ``hwm`` (the only names it keeps),
-* ``n``: how many complete files the folder held at the last evaluation.
+* ``n``: how many complete files the folder held at the last evaluation;
+* for a sensor listing a local folder (:mod:`lakehouse_assets.lib.orchestrate.landing`), the
+  *name mark*: ``mark``, the greatest complete name the folder held at its last listing, ``below``,
+  how many complete names at or before it it held then, ``skipped``, those of them nothing reads
+  (at most :data:`MAX_SKIPPED`), and ``full_at``, when every entry was last looked at. A later
+  listing stats only the names after the mark (and those not accounted for when the count of
+  names at or before it says one was added).
 
 A file is new when its name is not in ``recent`` and it arrived after ``hwm - grace``. The
 grace window covers directory listings that race a rename and arrivals reported slightly out
@@ -29,6 +35,8 @@ from dataclasses import dataclass, field, replace
 
 # A folder is listed at least this often, whatever its modification time says.
 FULL_LISTING_S = 300
+# A name mark is kept only while the entries nothing reads at or before it are this few.
+MAX_SKIPPED = 100
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,11 @@ class LandingCursor:
     stamp_at: int = 0
     confirmed: bool = False
     listed_at: int = 0
+    # The name mark (see the module's docstring; "" when none).
+    mark: str = ""
+    below: int = 0
+    skipped: tuple[str, ...] = ()
+    full_at: int = 0
 
     @classmethod
     def load(cls, text: str | None) -> LandingCursor:
@@ -68,6 +81,10 @@ class LandingCursor:
             int(data.get("stamp_at", 0)),
             bool(data.get("confirmed", False)),
             int(data.get("listed_at", 0)),
+            str(data.get("mark", "")),
+            int(data.get("below", 0)),
+            tuple(str(x) for x in data.get("skipped", ())),
+            int(data.get("full_at", 0)),
         )
 
     def dump(self) -> str:
@@ -80,6 +97,8 @@ class LandingCursor:
             "listed_at": self.listed_at,
         }
         data |= stamp if self.stamp else {}
+        mark = {"mark": self.mark, "below": self.below, "skipped": list(self.skipped), "full_at": self.full_at}
+        data |= mark if self.mark else {}
         return json.dumps(data, sort_keys=True)
 
     def unchanged(self, stamp: int | None, now_ns: int) -> bool:
@@ -125,14 +144,16 @@ class Evaluation:
         return f"{source}:{self.next_cursor.hwm}:{self.next_cursor.n}:{digest}"
 
 
-def evaluate(files: Iterable[LandedFile], cursor: LandingCursor, grace_ns: int) -> Evaluation:
-    """Which files are new since ``cursor``, and the cursor to store once they are handled."""
+def evaluate(files: Iterable[LandedFile], cursor: LandingCursor, grace_ns: int, old: int = 0) -> Evaluation:
+    """Which files are new since ``cursor``, and the cursor to store once they are handled;
+    ``old`` more files the folder holds are known to be neither new nor recent (counted, not
+    named: those a listing found at or before the cursor's name mark)."""
     files = list(files)
     floor = cursor.hwm - grace_ns if cursor.hwm else None
     new = [f for f in files if f.name not in cursor.recent and (floor is None or f.arrived_ns >= floor)]
-    unidentified = max(0, len(files) - cursor.n - len(new))
+    unidentified = max(0, len(files) + old - cursor.n - len(new))
     hwm = max([cursor.hwm, *(f.arrived_ns for f in files)])
     recent = {f.name: f.arrived_ns for f in files if f.arrived_ns >= hwm - grace_ns}
     # A folder stamp is trusted only after quiet listings: one with new files resets it.
     trusted = cursor.confirmed and not new and not unidentified
-    return Evaluation(new, unidentified, replace(cursor, hwm=hwm, recent=recent, n=len(files), confirmed=trusted))
+    return Evaluation(new, unidentified, replace(cursor, hwm=hwm, recent=recent, n=len(files) + old, confirmed=trusted))
