@@ -28,6 +28,16 @@ from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger
 from lakehouse_assets.lib.engine.intake.width import beyond_width, set_aside_files
 from lakehouse_assets.lib.engine.reading.landing_names import landing_folder
 from lakehouse_assets.lib.engine.schema.csv_layout import infer_types, read_header, record_headers
+from lakehouse_assets.lib.engine.schema.evolution import (
+    LOOKS_FOR_NEW_FIELDS,
+    FirstIn,
+    SchemaStep,
+    declared_steps,
+    last_columns,
+    new_columns,
+    next_schema,
+    typed,
+)
 from lakehouse_assets.lib.engine.schema.landing_inference import (
     SetAsideTo,
     first_files,
@@ -40,8 +50,6 @@ from lakehouse_assets.lib.errors import LakehouseError, LandedFileUnreadable
 from lakehouse_assets.lib.paths import LakehousePaths
 
 Log = Callable[[str], None]
-# The modes under which landed files' new fields are looked for: to add them, or to refuse them.
-LOOKS_FOR_NEW_FIELDS = ("addNewColumns", "failOnNewColumns")
 
 
 @dataclass(frozen=True)
@@ -91,12 +99,6 @@ def _inferred(
     return read_files(spark, [f"{landing}/{n}" for n in kept], file_format, landing, aside) if kept else (None, [])
 
 
-def _new(columns: dict[str, str], known: dict[str, str]) -> dict[str, str]:
-    """Columns of ``columns`` that ``known`` lacks (case-insensitively, as Spark resolves them)."""
-    lower = {k.lower() for k in known}
-    return {c: t for c, t in columns.items() if c.lower() not in lower}
-
-
 def _csv_fields(
     spark: SparkSession,
     paths: LakehousePaths,
@@ -124,7 +126,7 @@ def _csv_fields(
     for name in (c for n in sorted(headers) for c in headers[n]):
         first_spelling.setdefault(name.lower(), name)
     names = list(first_spelling.values())
-    wanted = set(names) if known is None else set(_new(dict.fromkeys(names, ""), known))
+    wanted = set(names) if known is None else set(new_columns(dict.fromkeys(names, ""), known))
     typed = {}
     if wanted and source.infer_column_types and (known is None or source.evolution in LOOKS_FOR_NEW_FIELDS):
         while True:
@@ -156,79 +158,64 @@ def evolve_schema(
     log: Log,
     warn: Log | None = None,
 ) -> list[str]:
-    """Bring the input's recorded schema up to the files landed so far, as its mode allows; a
-    sentence per change (to ``log``); a file that would make it too wide is set aside (said to
-    ``warn``, default ``log``). Raises :class:`LakehouseError` when ``failOnNewColumns`` meets a
-    new field.
+    """Bring the input's recorded schema up to the files landed so far, as its mode allows
+    (:func:`~lakehouse_assets.lib.engine.schema.evolution.next_schema` decides; this reads the
+    new files' fields and records the versions); a sentence per change (to ``log``); a file that
+    would make it too wide is set aside (said to ``warn``, default ``log``). Raises
+    :class:`LakehouseError` when ``failOnNewColumns`` meets a new field.
     """
     folder = schema_folder(paths, table, parameter)
-    where = source.described
     current = stored_schema(paths, table, parameter)
     hints = ddl_columns(source.schema_hints) if source.schema_hints else {}
     declared = ddl_columns(source.schema) if source.schema else {}
     version, known = (current.version, dict(current.columns)) if current else (-1, None)
-    changes: list[str] = []
-
-    def record(columns: dict[str, str], added: dict[str, str], files: dict[str, str]) -> None:
-        nonlocal version
-        version += 1
-        storage.write_text(
-            f"{folder}/{version}.json",
-            json.dumps({"columns": list(columns.items()), "added": added, "first_files": files}, indent=1),
-        )
-
-    if known is None and declared:
-        known = declared
-        record(known, {}, {})
-    missing = _new(declared, known or {})  # columns the user has since added to schema=
-    if missing and known is not None:
-        known = {**known, **missing}
-        record(known, missing, {})
-        changes += [f"added column {c} {t} (now in schema=)" for c, t in missing.items()]
+    steps = declared_steps(known, declared)
+    version = _record(folder, version, steps)
+    known = last_columns(known, steps)
+    ledger = IntakeLedger(intake_folder(paths, table, parameter))
     if known is None or source.evolution in LOOKS_FOR_NEW_FIELDS or source.format == "csv":
-        ledger = IntakeLedger(intake_folder(paths, table, parameter))
-        intake = ledger.load()
-        landing = landing_folder(paths, source)  # the files admitted since the last comparison
-        files = [n for n in sorted(intake.unexamined) if storage.exists(f"{landing}/{n}")]
-        limits = limits_for(source)
-        aside = (ledger, limits, warn or log)
-        if source.format == "csv":
-            found, first_in = _csv_fields(spark, paths, source, folder, files, known, aside)
-        else:
-            frame, landed = _inferred(spark, landing, source.format, files, known, aside)
-            found = infer_columns(frame) if frame is not None else {}
-            first_in = lambda columns: first_files(frame, landed, columns)  # noqa: E731
-        if not source.infer_column_types:
-            found = {c: t if t.startswith(("struct<", "array<")) else "string" for c, t in found.items()}
-        inferred = {c: hints.get(c, t) for c, t in found.items()}
-        if known is None:
-            known = {**inferred, **_new(hints, inferred)}
-            if not known:
-                raise LakehouseError(
-                    f"{table.name}: {where} holds no field to infer a schema from; "
-                    "land a file or give landing(..., schema=...)"
-                )
-            record(known, {}, first_in(list(inferred)))
-            changes.append(f"inferred the schema of {where}: " + ", ".join(f"{c} {t}" for c, t in known.items()))
-        new = _new(inferred, known) if source.evolution in LOOKS_FOR_NEW_FIELDS else {}
-        found_in = first_in(list(new))
-        if new and source.evolution == "failOnNewColumns":
-            raise LakehouseError(
-                f"{table.name}: {', '.join(sorted({found_in[c] for c in new}))} in {where} "
-                f"brings new field(s) {', '.join(new)}, which schema_evolution='failOnNewColumns' refuses; "
-                "nothing was written. Add them to landing(..., schema=...) or change schema_evolution, then run again."
-            )
-        if new and source.evolution == "addNewColumns":
-            known = {**known, **new}
-            record(known, new, found_in)
-            faults.reached(table.name, "after_schema_evolved")
-            changes += [f"added column {c} {t} (first in {found_in[c]})" for c, t in new.items()]
-        _examined(ledger)
-    else:  # a schema that never changes: nothing to look for in the admitted files
-        _examined(IntakeLedger(intake_folder(paths, table, parameter)))
+        found, first_in = _fields_of_new_files(spark, paths, source, folder, ledger, known, warn or log)
+        found = typed(found, hints, source.infer_column_types)
+        evolved = next_schema(known, hints, found, source.evolution, first_in, table=table.name, where=source.described)
+        for step in evolved:
+            version = _record(folder, version, [step])
+            if step.added:
+                faults.reached(table.name, "after_schema_evolved")
+        steps += evolved
+    _examined(ledger)  # a schema that never changes has nothing to look for in the admitted files
+    changes = [sentence for step in steps for sentence in step.says]
     for change in changes:
         log(f"{table.name}: {change}")
     return changes
+
+
+def _record(folder: str, version: int, steps: list[SchemaStep]) -> int:
+    """Write each step as the next version; the last version written."""
+    for step in steps:
+        version += 1
+        document = {"columns": list(step.columns.items()), "added": step.added, "first_files": step.first_files}
+        storage.write_text(f"{folder}/{version}.json", json.dumps(document, indent=1))
+    return version
+
+
+def _fields_of_new_files(
+    spark: SparkSession,
+    paths: LakehousePaths,
+    source: LandingInput,
+    folder: str,
+    ledger: IntakeLedger,
+    known: dict[str, str] | None,
+    warn: Log,
+) -> tuple[dict[str, str], FirstIn]:
+    """The fields the files admitted since the last comparison hold, and where each was first found."""
+    landing = landing_folder(paths, source)
+    files = [n for n in sorted(ledger.load().unexamined) if storage.exists(f"{landing}/{n}")]
+    aside = (ledger, limits_for(source), warn)
+    if source.format == "csv":
+        return _csv_fields(spark, paths, source, folder, files, known, aside)
+    frame, landed = _inferred(spark, landing, source.format, files, known, aside)
+    found = infer_columns(frame) if frame is not None else {}
+    return found, lambda columns: first_files(frame, landed, columns)
 
 
 def _examined(ledger: IntakeLedger) -> None:
