@@ -139,6 +139,7 @@ def ordered_feed(start: int, stop: int, click_until: int | None = None) -> tuple
 
 
 @pytest.mark.slow
+@pytest.mark.gate  # CI's representative of this file (docs/testing.md)
 def test_ordered_feed_releases_exactly_the_windows_before_the_watermark(lakehouse: Lakehouse) -> None:
     oracle = Oracle()
     # Run 1: 10:00-12:00, clicks to 12:09 -> watermark min(12:00, 12:09) - 1 h = 11:00.

@@ -213,6 +213,7 @@ def test_unreachable_broker_and_missing_topic_fail_fast_with_one_sentence(
         run_table(spark, paths, kafka_lines)
 
 
+@pytest.mark.gate  # CI's representative of this file (docs/testing.md)
 def test_messages_removed_by_retention_before_they_were_read_stop_the_run_until_a_full_refresh(
     tmp_path: Path, spark: SparkSession, broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -47,6 +47,7 @@ def expected(regions: dict[str, str]) -> dict[str, float]:
 
 
 @pytest.mark.slow
+@pytest.mark.gate  # CI's representative of this file (docs/testing.md)
 def test_a_catalog_table_is_read_by_name_and_followed(tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
     root, landing, project = tmp_path / "root", tmp_path / "elsewhere" / "orders", tmp_path / "shop"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))

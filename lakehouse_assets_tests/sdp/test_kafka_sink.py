@@ -62,6 +62,7 @@ def materialize(spec: Path, root: Path, instance: dg.DagsterInstance) -> dg.Exec
     return dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, raise_on_error=False)
 
 
+@pytest.mark.gate  # CI's representative of this file (docs/testing.md)
 def test_a_kafka_sink_sends_each_row_as_a_record(tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
     root, landing, project = tmp_path / "root", tmp_path / "elsewhere" / "orders", tmp_path / "shop"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))

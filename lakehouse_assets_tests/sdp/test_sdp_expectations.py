@@ -27,6 +27,7 @@ def payment(i: int, amount: float, currency: str, note: str | None = "ok") -> di
 
 
 @pytest.mark.slow
+@pytest.mark.gate  # CI's representative of this file (docs/testing.md)
 def test_expectations_drop_quarantine_warn_and_fail(tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "root"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))

@@ -16,6 +16,7 @@ SPEC = Path(__file__).parent / "sql_pipeline" / "spark-pipeline.yml"
 
 
 @pytest.mark.slow
+@pytest.mark.gate  # CI's representative of this file (docs/testing.md)
 def test_sql_datasets_run_and_are_exact(tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "root"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))
