@@ -19,11 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+from devstack import REPO_ROOT
 from devstack.ports import serving
 from devstack.supervisor import kill_group, serve_in_foreground, start_process, stop_group, wait_until_serving
 from lakehouse_assets.lib.engine.state.catalog import register_tables
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.connect_server import connect_server_command, connect_server_env
 from lakehouse_assets.lib.spark.engine_auth import engine_token, token_file
 from lakehouse_assets.lib.spark.session import engine_session

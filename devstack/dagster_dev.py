@@ -24,10 +24,10 @@ from typing import Any
 
 import requests
 
+from devstack import REPO_ROOT
 from devstack.connect_server import ConnectServer
 from devstack.ports import free_port
 from devstack.supervisor import start_process, stop_group
-from lakehouse_assets.lib.settings import REPO_ROOT
 
 IN_FLIGHT = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
 # A step's warning that it runs its table (or its checks) again after a passing engine fault.

@@ -23,10 +23,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from devstack import REPO_ROOT
 from devstack.apt import apt_install
 from devstack.ports import free_port, serving
 from devstack.supervisor import serve_in_foreground
-from lakehouse_assets.lib.settings import REPO_ROOT
 
 USER, DATABASE = "lakehouse", "dagster"
 

@@ -22,11 +22,12 @@ from pathlib import Path
 
 from pyarrow import fs as pafs
 
+from devstack import REPO_ROOT
 from devstack.download_checksums import S3PROXY_JAR
 from devstack.ports import free_port, serving
 from devstack.supervisor import kill_group, serve_in_foreground, start_process, stop_group, wait_until_serving
 from lakehouse_assets.lib.downloads import ChecksumMismatch, check_folder, download
-from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
+from lakehouse_assets.lib.settings import current, user_cache
 
 VERSION = "4.1.0"
 JAR = f"s3proxy-{VERSION}-jar-with-dependencies.jar"

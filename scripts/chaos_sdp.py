@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from lakehouse_assets.lib.settings import REPO_ROOT
+from devstack import REPO_ROOT
 from lakehouse_assets.lib.spark.session import get_spark
 from verification import orders_answers as answers
 from verification.crash import materialize_in_child

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from lakehouse_assets.lib.settings import REPO_ROOT
+from devstack import REPO_ROOT
 from lakehouse_assets.lib.spark.engine_auth import client_environment
 from verification.processes import run_bounded
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from lakehouse_assets.lib.errors import RootUnusable
-from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.settings import current, user_cache
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,15 @@ class LakehousePaths:
 
     def checkpoint(self, name: str) -> str:
         return f"{self.root}/checkpoints/{name}"
+
+    def spark_state(self) -> Path:
+        """Where Spark keeps this root's own state (the Derby metastore's home, the warehouse
+        folder of catalog tables): ``<root>/_spark`` for a local root, so each project has its
+        own; for a root on object storage, a folder of the per-user cache named by a hash of
+        the root (Derby needs a local disk)."""
+        if self.is_local:
+            return self.local_path(self.root) / "_spark"
+        return user_cache() / "spark-state" / hashlib.sha256(self.root.encode()).hexdigest()[:16]
 
     def check_root(self) -> None:
         """Raise :class:`RootUnusable` (one sentence) when a local root cannot hold the lakehouse:

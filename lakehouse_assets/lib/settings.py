@@ -4,7 +4,10 @@ Nothing reads ``os.environ`` at import: callers ask :func:`current` when they ne
 changed environment (a test, a code-location reload) is seen by the next run. Each field names
 its variable; every one has an embedded default for one machine.
 
-``LAKEHOUSE_ROOT`` may be a local path or a URI (``s3a://bucket/lakehouse``).
+``LAKEHOUSE_ROOT`` may be a local path or a URI (``s3a://bucket/lakehouse``); a relative path,
+and the default ``data``, are taken from the working directory when :func:`current` is asked (a
+Dagster project's commands run from its root). No default is derived from where the package is
+installed: an installed wheel lives in site-packages, which holds no data and no cache.
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _normalize_root(root: str) -> str:
@@ -27,8 +28,9 @@ def _normalize_root(root: str) -> str:
 class Settings:
     """The framework's settings; the metadata of each field names its environment variable."""
 
-    root: str = str(REPO_ROOT / "data")
-    """``LAKEHOUSE_ROOT``: the data root (landing files, tables, checkpoints)."""
+    root: str = "data"
+    """``LAKEHOUSE_ROOT``: the data root (landing files, tables, checkpoints); a relative path is
+    under the working directory (default: ``data`` there, a Dagster project's root)."""
     allowed_lateness: str = "1 hour"
     """``LAKEHOUSE_ALLOWED_LATENESS``: how late event-time data may arrive before watermarked
     queries drop it (a Spark interval such as ``2 hours``)."""
@@ -232,8 +234,7 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
             raise ValueError(
                 f"{ENV_NAMES[f.name]}={raw!r} is not a valid {type(getattr(defaults, f.name)).__name__}"
             ) from None
-    if "root" in values:
-        values["root"] = _normalize_root(str(values["root"]))
+    values["root"] = _normalize_root(str(values.get("root", defaults.root)))
     if values.get("landing_links", "refuse") not in ("refuse", "inside"):
         raise ValueError(f"LAKEHOUSE_LANDING_LINKS={values['landing_links']!r} is not 'refuse' or 'inside'")
     return Settings(**values)  # type: ignore[arg-type]

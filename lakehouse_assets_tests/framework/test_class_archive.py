@@ -16,7 +16,9 @@ def test_local_driver_maps_classes_from_the_archive_built_at_setup() -> None:
     jars = cached_jars()
     archive = class_archive.archive_path(jars)
     if not archive.exists():
-        pytest.fail(f"make setup should have built {archive}: rm -r {archive.parent} and run make setup")
+        pytest.fail(
+            f"make setup should have built {archive}: rm -r {archive.parent} .cache/spark-cds and run make setup"
+        )
     conf = spark_conf(master="local[2]")
     assert f"-XX:SharedArchiveFile={archive}" in conf["spark.driver.extraJavaOptions"].split()
     assert conf["spark.driver.extraClassPath"].split(":") == jars

@@ -34,13 +34,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from devstack import REPO_ROOT
 from devstack.dagster_dev import isolated_home
 from devstack.postgres import postgres_home
 from lakehouse_assets.definitions import TABLES
 from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.accel.pool_slots import PostgresEventLogStorage
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets.lib.settings import REPO_ROOT
 from verification.runs import assert_events_exact, overlapping_steps, step_intervals
 
 pytestmark = pytest.mark.slow

@@ -19,10 +19,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from devstack import REPO_ROOT
 from devstack.connect_server import ConnectServer
 from devstack.dagster_dev import DagsterDev
 from devstack.ports import free_port
-from lakehouse_assets.lib.settings import REPO_ROOT
 from lakehouse_assets_tests.support.browser import SCREENSHOTS, body_text, shown_names, wait_until
 from verification import orders_answers as answers
 from verification import side_by_side

@@ -9,11 +9,11 @@ import dagster as dg
 import pytest
 from dagster.components.testing.utils import component_defs
 
+from devstack import REPO_ROOT
 from lakehouse_assets.lib.declare.sinks import AppendSink, DeltaPathSink, KafkaSink, OverwriteSink, RecomputeSink
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.component import SparkPipelineComponent
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
-from lakehouse_assets.lib.settings import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from devstack import REPO_ROOT
 from devstack.apt import apt_install
-from lakehouse_assets.lib.settings import REPO_ROOT
 
 SCREENSHOTS = REPO_ROOT / "docs" / "img"
 

@@ -9,7 +9,9 @@ the pipeline's typical work on a scratch data root and ends with :func:`stop_and
 
 The archive is only valid for the exact JVM and class path it was written with, so its file name
 carries a key of both; a run whose key has no archive (another JDK, other jars, a cluster
-master) simply starts without one. ``LAKEHOUSE_CLASS_ARCHIVE=0`` turns it off.
+master) simply starts without one. ``LAKEHOUSE_CLASS_ARCHIVE=0`` turns it off. Archives are
+kept in the per-user cache (``~/.cache/lakehouse_assets/spark-cds/``), one folder per PySpark
+installation (a virtualenv), never beside the installed package.
 """
 
 from __future__ import annotations
@@ -25,15 +27,22 @@ from pathlib import Path
 
 import pyspark
 
-from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.settings import current, user_cache
+from lakehouse_assets.lib.spark.child_python import child_python_path
 
 DUMP_ENV = "LAKEHOUSE_CLASS_ARCHIVE_DUMP"  # set only in the training process
 TRAINING_TIMEOUT_S = 900
+OWNER = "PYSPARK"  # in each archive folder: the PySpark installation its archives are for
+
+
+def _pyspark_dir() -> str:
+    return str(Path(pyspark.__file__).parent)
 
 
 def archive_dir() -> Path:
-    # In the clone, not the user cache: the archive holds this virtualenv's PySpark paths.
-    return REPO_ROOT / ".cache" / "spark-cds"
+    """This virtualenv's folder of archives in the per-user cache: an archive holds its PySpark's
+    paths, so each installation has its own folder and replacing one's archive leaves the others'."""
+    return user_cache() / "spark-cds" / hashlib.sha256(_pyspark_dir().encode()).hexdigest()[:12]
 
 
 def archive_path(jars: list[str]) -> Path:
@@ -41,7 +50,7 @@ def archive_path(jars: list[str]) -> Path:
     java = shutil.which("java") or ""
     java_real = os.path.realpath(java) if java else ""
     java_stamp = f"{java_real}:{os.stat(java_real).st_mtime_ns}" if java_real else "none"
-    key = "\n".join([java_stamp, pyspark.__version__, str(Path(pyspark.__file__).parent), *jars])
+    key = "\n".join([java_stamp, pyspark.__version__, _pyspark_dir(), *jars])
     return archive_dir() / f"driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
@@ -76,7 +85,18 @@ def install(partial: Path, target: Path) -> bool:
     for stale in target.parent.glob("driver-*.jsa"):
         if stale != target:
             stale.unlink(missing_ok=True)
+    (target.parent / OWNER).write_text(_pyspark_dir())
+    _drop_orphans(target.parent.parent)
     return True
+
+
+def _drop_orphans(cache: Path) -> None:
+    """Remove the archive folders of PySpark installations that no longer exist (a deleted
+    virtualenv or clone): each archive is about 200 MiB."""
+    for folder in cache.iterdir():
+        owner = folder / OWNER
+        if owner.is_file() and not Path(owner.read_text().strip()).is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def build(training_module: str) -> int:
@@ -98,11 +118,10 @@ def build(training_module: str) -> int:
     started = time.monotonic()
     print(f"class archive: one training run of {training_module} (about two minutes on 2 cores, once)...", flush=True)
     # An embedded driver (never a Spark Connect engine); a new session so a hang can be killed whole.
-    # From the repository root, with it on PYTHONPATH: the training module may live outside the
-    # installed package (devstack.archive_training).
+    # In this working directory, importing from where this process does: the training module may
+    # live outside the installed package (a checkout's devstack.archive_training).
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
-    python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    env |= {"SPARK_LOG_LEVEL": "ERROR", DUMP_ENV: str(partial), "PYTHONPATH": os.pathsep.join(python_path)}
+    env |= {"SPARK_LOG_LEVEL": "ERROR", DUMP_ENV: str(partial), "PYTHONPATH": child_python_path(env)}
     command = [sys.executable, "-m", training_module]
     with subprocess.Popen(
         command,
@@ -110,7 +129,6 @@ def build(training_module: str) -> int:
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
-        cwd=REPO_ROOT,
         start_new_session=True,
     ) as training:
         try:

@@ -9,7 +9,8 @@ import os
 import sys
 from typing import Any
 
-from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
 from lakehouse_assets.lib.spark.launch_secrets import is_local_master
@@ -43,7 +44,10 @@ def spark_conf(
     # A JVM whose default zone is not UTC makes Delta verify each commit's checksum of a small
     # table by rebuilding its state (allFilesInCrc.verificationMode.forceOnNonUTC): the session's
     # zone is UTC already, so the JVM's is too, wherever the machine is.
-    java_options = [f"-Dderby.system.home={REPO_ROOT / '.cache' / 'derby'}", "-Duser.timezone=UTC"]
+    # The metastore's and warehouse's folders are the data root's (LakehousePaths.spark_state),
+    # never the installed package's.
+    state = LakehousePaths(settings.root).spark_state()
+    java_options = [f"-Dderby.system.home={state / 'derby'}", "-Duser.timezone=UTC"]
     if local and jars and class_archive_ok:
         # On the driver's class path (not spark.jars) Delta's classes can come from the class
         # archive too; a local driver is its own executor, so nothing else needs them.
@@ -70,7 +74,7 @@ def spark_conf(
         "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
         "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
         "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
-        "spark.sql.warehouse.dir": str(REPO_ROOT / ".cache" / "spark-warehouse"),
+        "spark.sql.warehouse.dir": str(state / "warehouse"),
         "spark.driver.extraJavaOptions": " ".join([*java_options, settings.spark_driver_java_options]).strip(),
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         # Delta rebuilds table state with 50 partitions by default: far too many tasks locally.

@@ -13,7 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from lakehouse_assets.lib.settings import REPO_ROOT, current
+from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.spark.child_python import child_python_path
 from lakehouse_assets.lib.spark.conf import spark_conf
 from lakehouse_assets.lib.spark.engine_auth import TOKEN_VARIABLE, check_binding
 from lakehouse_assets.lib.spark.launch_secrets import launch_secrets, properties_arguments, write_private_properties
@@ -60,9 +61,10 @@ def connect_server_command(
 
 def connect_server_env(master: str | None = None, token: str | None = None) -> dict[str, str]:
     """The server's environment: its Python workers (``foreachBatch`` handlers, UDFs) run this
-    virtualenv's Python and import this checkout, like the clients; with a local master, through
-    the warm-worker launcher (:mod:`lakehouse_assets.lib.spark.warm_workers`). The token goes in
-    the variable Spark reads (:mod:`.engine_auth`), never on the command line.
+    virtualenv's Python and import from where this process does (:mod:`.child_python`), like
+    the clients; with a local master, through the warm-worker launcher
+    (:mod:`lakehouse_assets.lib.spark.warm_workers`). The token goes in the variable Spark reads
+    (:mod:`.engine_auth`), never on the command line.
 
     :param master: the Spark master (default ``SPARK_MASTER``).
     :param token: the token clients must send; None serves anyone, on a loopback address only.
@@ -71,14 +73,14 @@ def connect_server_env(master: str | None = None, token: str | None = None) -> d
     settings = current()
     check_binding(settings.spark_local_ip, token)
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", TOKEN_VARIABLE)}
-    python_path = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     local = (master or settings.spark_master).startswith("local")
     env |= {
         # Spark Connect starts its workers with PYSPARK_PYTHON; executors on other hosts would
         # not find the launcher, so a cluster's server starts them cold.
         "PYSPARK_PYTHON": launcher_path() if settings.warm_workers and local else sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join(python_path),
+        # The engine's workers import the framework and the pipeline's modules as this process did.
+        "PYTHONPATH": child_python_path(env),
         "SPARK_LOCAL_IP": settings.spark_local_ip,
         **({TOKEN_VARIABLE: token} if token else {}),
     }

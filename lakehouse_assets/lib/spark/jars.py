@@ -23,7 +23,7 @@ import pyspark
 
 from lakehouse_assets.lib.downloads import ChecksumMismatch, check_folder
 from lakehouse_assets.lib.errors import first_line
-from lakehouse_assets.lib.settings import REPO_ROOT, current, user_cache
+from lakehouse_assets.lib.settings import current, user_cache
 from lakehouse_assets.lib.spark.jar_checksums import SPARK_JARS
 
 DELTA_VERSION = "4.4.0"
@@ -68,7 +68,8 @@ def cached_jars() -> list[str]:
     manifest = cache / "MANIFEST"
     if not manifest.exists() or manifest.read_text() != _manifest():
         raise RuntimeError(
-            f"Delta Lake's, Kafka's, Avro's and S3's jars are not in {cache}: run `make setup` (needs Maven Central once)."
+            f"Delta Lake's, Kafka's, Avro's and S3's jars are not in {cache}: run `python -m lakehouse_assets.lib.spark.jars` "
+            "(`make setup` in a checkout; needs Maven Central once)."
         )
     return sorted(str(p) for p in cache.glob("*.jar"))
 
@@ -162,7 +163,7 @@ def main() -> int:
             print(error, file=sys.stderr)
             return 1
         return 0
-    log = REPO_ROOT / ".cache" / "setup.log"
+    log = user_cache() / "setup.log"  # beside the jars: the resolver's output is per user too
     print(f"setup: resolving {', '.join(MAVEN_PACKAGES)} from Maven Central (log: {log})", flush=True)
     try:
         with _output_to(log):

@@ -120,9 +120,11 @@ def sources_changed(snapshot: dict[str, int]) -> bool:
 
 
 def _framework_files() -> dict[str, int]:
-    mine = str(Path(__file__).resolve().parents[2])
-    files = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
-    return source_mtimes(f for f in files if f.startswith(mine))
+    """The framework's modules this process imported (under ``lakehouse_assets/lib``, wherever
+    the package is: a checkout, or site-packages where a new wheel replaces them)."""
+    framework = str(Path(__file__).resolve().parents[1]) + os.sep
+    files = [os.path.realpath(getattr(m, "__file__", None) or "") for m in list(sys.modules.values())]
+    return source_mtimes(f for f in files if f.startswith(framework))
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
