@@ -13,6 +13,11 @@ class LakehouseError(Exception):
     """A failure with a message meant for the user (table name, cause, fix)."""
 
 
+class ConfigurationError(LakehouseError, ValueError):
+    """A setting (an environment variable, ``docs/configuration.md``) whose value cannot be used;
+    the message names the variable. Also a ``ValueError``, as it was before it had a name."""
+
+
 class DeclarationError(LakehouseError):
     """A declaration refused before anything runs: a table, flow, input or pipeline file that
     cannot be built as written. The message names the file and line where it can."""

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from lakehouse_assets.lib.errors import ConfigurationError
+
 
 def _normalize_root(root: str) -> str:
     if "://" in root or root.startswith("file:"):
@@ -231,12 +233,12 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
         try:
             values[f.name] = _parse(raw, getattr(defaults, f.name))
         except ValueError:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{ENV_NAMES[f.name]}={raw!r} is not a valid {type(getattr(defaults, f.name)).__name__}"
             ) from None
     values["root"] = _normalize_root(str(values.get("root", defaults.root)))
     if values.get("landing_links", "refuse") not in ("refuse", "inside"):
-        raise ValueError(f"LAKEHOUSE_LANDING_LINKS={values['landing_links']!r} is not 'refuse' or 'inside'")
+        raise ConfigurationError(f"LAKEHOUSE_LANDING_LINKS={values['landing_links']!r} is not 'refuse' or 'inside'")
     return Settings(**values)  # type: ignore[arg-type]
 
 

@@ -34,3 +34,14 @@ def test_each_field_says_its_variable_and_has_one() -> None:
     assert set(ENV_NAMES) == set(Settings.__dataclass_fields__)
     for name, variable in ENV_NAMES.items():
         assert docs.get(name, "").startswith(f"``{variable}``"), name
+
+
+def test_a_value_that_does_not_parse_is_one_sentence_under_the_root_error() -> None:
+    from lakehouse_assets.lib.errors import ConfigurationError, LakehouseError
+    from lakehouse_assets.lib.settings import current
+
+    with pytest.raises(LakehouseError, match=r"LAKEHOUSE_TRANSIENT_TRIES='many' is not a valid int") as raised:
+        current({"LAKEHOUSE_TRANSIENT_TRIES": "many"})
+    assert isinstance(raised.value, ConfigurationError)
+    with pytest.raises(ConfigurationError, match="LAKEHOUSE_LANDING_LINKS='all' is not 'refuse' or 'inside'"):
+        current({"LAKEHOUSE_LANDING_LINKS": "all"})

@@ -26,7 +26,10 @@ from typing import Protocol
 
 from lakehouse_assets.lib.engine.intake.cursor import Evaluation, LandedFile, LandingCursor, evaluate
 from lakehouse_assets.lib.orchestrate.landing import Listing
-from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.settings import Settings, current
+
+# The defaults are the settings' own (stated once, in lib/settings.py).
+_DEFAULTS = Settings()
 
 # How often a watching tick lists the folder: a local listing is a directory read; an object
 # store's is a request that may be billed.
@@ -42,7 +45,7 @@ class RetryPolicy:
     """How long the sensor waits after a failed run before it asks for the next one: ``first_s``,
     doubled for every further failure in a row, at most ``max_s``."""
 
-    first_s: float = 10.0
+    first_s: float = _DEFAULTS.sensor_retry_backoff_s
     max_s: float = 1800.0
 
     def wait_s(self, failures_in_a_row: int) -> float:
@@ -62,11 +65,11 @@ class SensorSettings:
     :data:`TICK_BUDGET_S` (a tick still going at the daemon's next pass makes it skip the sensor).
     ``watch_s`` is 0 unless given, so a test opts in; :meth:`from_env` reads the setting (3.5 s)."""
 
-    interval_s: int = 1
-    settle_s: float = 0.5
-    max_settle_s: float = 60.0
-    grace_s: float = 600.0
-    settle_wait_s: float = 1.0
+    interval_s: int = _DEFAULTS.sensor_interval_s
+    settle_s: float = _DEFAULTS.sensor_settle_s
+    max_settle_s: float = _DEFAULTS.sensor_max_settle_s
+    grace_s: float = _DEFAULTS.sensor_grace_s
+    settle_wait_s: float = _DEFAULTS.sensor_settle_wait_s
     watch_s: float = 0.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
