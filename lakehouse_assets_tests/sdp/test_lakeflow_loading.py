@@ -95,17 +95,21 @@ def test_a_batch_lakeflow_table_that_is_not_a_group_by_is_recomputed_whole(tmp_p
             r"lakeflow\.py:\d+: dlt.create_streaming_table\('s'\): expectations here go on the functions",
         ),
         (
-            'dlt.create_streaming_table("s")\ndlt.apply_changes(target="s", source="orders", keys=["order_id"], '
-            'sequence_by="amount", where="amount > 0")\n',
-            r"lakeflow\.py:\d+: dlt.apply_changes\('s'\): where= is not supported",
-        ),
-        (
             'dlt.apply_changes_from_snapshot("s", source=lambda v: None, keys=["k"])\n',
             r"lakeflow\.py:\d+: create_auto_cdc_from_snapshot_flow\('s'\): the source is a dataset's name here; a function returning historical snapshots is not supported",
         ),
     ],
-    ids=["path", "expectations-on-create", "apply-changes-where", "historical-snapshots"],
+    ids=["path", "expectations-on-create", "historical-snapshots"],
 )
 def test_what_has_no_meaning_here_is_one_sentence(tmp_path: Path, line: str, message: str) -> None:
     with pytest.raises(DeclarationError, match=message):
         pipeline_tables(project(tmp_path, {"lakeflow.py": LAKEFLOW + "\n\n" + line}))
+
+
+def test_apply_changes_where_keeps_only_the_changes_meeting_it(tmp_path: Path) -> None:
+    line = (
+        'dlt.create_streaming_table("s")\ndlt.apply_changes(target="s", source="orders", keys=["order_id"], '
+        'sequence_by="amount", where="amount > 0")\n'
+    )
+    tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"lakeflow.py": LAKEFLOW + "\n\n" + line}))}
+    assert tables["s"].sink.finalize.flow.where == "amount > 0"  # type: ignore[attr-defined]

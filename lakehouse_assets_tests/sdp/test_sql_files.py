@@ -54,7 +54,18 @@ def test_a_query_reads_each_dataset_as_a_stream_or_a_snapshot() -> None:
 
 def test_a_sql_file_declares_datasets_flows_and_lineage() -> None:
     tables = {t.name: t for t in pipeline_tables(SPEC)}
-    assert set(tables) == {"bronze_orders", "orders_clean", "revenue", "big_orders"}
+    assert set(tables) == {
+        "bronze_orders",
+        "orders_clean",
+        "revenue",
+        "big_orders",
+        "customer_latest",
+        "customer_history",
+    }
+    # cdc.sql: AUTO CDC INTO and APPLY CHANGES INTO, each an SCD sink over bronze_orders' stream
+    for name, scd in (("customer_latest", 1), ("customer_history", 2)):
+        assert tables[name].streamed_tables == ["bronze_orders"] and tables[name].sink.kind == "recompute"
+        assert tables[name].sink.finalize.flow.stored_as_scd_type == scd  # type: ignore[attr-defined]
     clean = tables["orders_clean"]
     assert isinstance(clean.sink, AppendSink) and clean.upstream_tables == ["bronze_orders"]
     assert clean.description == "Orders of some value; it's the silver table."

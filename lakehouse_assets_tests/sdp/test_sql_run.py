@@ -4,7 +4,7 @@ table equals what the test computes from the files itself."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import dagster as dg
@@ -13,6 +13,20 @@ import pytest
 from lakehouse_assets.lib import LakehousePaths, load_spark_pipeline
 
 SPEC = Path(__file__).parent / "sql_pipeline" / "spark-pipeline.yml"
+
+
+def cdc_answers(landed: list[tuple[str, str, float]]) -> tuple[dict[str, float], dict[str, int]]:
+    """Per customer, by order id: the latest order's amount unless it was a delete (amount < 0),
+    and how many SCD2 versions its changes open (a new amount, or any row after a delete)."""
+    latest: dict[str, float | None] = {}
+    versions: Counter[str] = Counter()
+    for _, customer, amount in sorted(landed):
+        if amount < 0:
+            latest[customer] = None
+        elif latest.get(customer) != amount:
+            versions[customer] += 1
+            latest[customer] = amount
+    return {c: a for c, a in latest.items() if a is not None}, dict(versions)
 
 
 @pytest.mark.slow
@@ -54,6 +68,11 @@ def test_sql_datasets_run_and_are_exact(tmp_path: Path, spark, monkeypatch: pyte
         assert sorted((r.order_id, r.amount) for r in table("big_orders").collect()) == sorted(
             (o, a) for o, _, a in landed if a >= 100
         )
+        latest, versions = cdc_answers(landed)
+        assert {r.customer_id: r.amount for r in table("customer_latest").collect()} == latest
+        history = table("customer_history").collect()
+        assert {r.customer_id: r.amount for r in history if r.is_current} == latest
+        assert dict(Counter(r.customer_id for r in history)) == versions
     # CLUSTER BY made a Delta table with liquid clustering on that column
     detail = spark.sql(f"DESCRIBE DETAIL delta.`{root / 'tables' / 'orders_clean'}`").first()
     assert list(detail["clusteringColumns"]) == ["customer_id"]

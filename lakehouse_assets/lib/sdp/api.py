@@ -165,6 +165,7 @@ def create_auto_cdc_flow(
     track_history_except_column_list: list[Any] | None = None,
     name: str | None = None,
     once: bool = False,
+    where: Any = None,
 ) -> None:
     """Apply the CDC feed ``source`` to the streaming table ``target`` as SCD type 1 or 2.
 
@@ -183,6 +184,8 @@ def create_auto_cdc_flow(
     :param track_history_except_column_list: SCD2: the columns whose changes do not.
     :param name: the flow's name (default: ``target``).
     :param once: not supported (raises when True).
+    :param where: only the changes meeting this SQL condition (or column) apply (Lakeflow's
+        ``apply_changes(where=...)``).
     """
     location = get_caller_source_code_location(stacklevel=1)
     for flag, given in (
@@ -213,6 +216,7 @@ def create_auto_cdc_flow(
                 track_history_except_column_list, "track_history_except_column_list", location
             ),
             source_code_location=location,
+            where=sql_text(where),
         )
     )
 

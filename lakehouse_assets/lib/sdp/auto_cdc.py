@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare.cdc import VALID_FROM, scd1_current, scd2_history
 from lakehouse_assets.lib.declare.sinks import RecomputeSink
@@ -26,6 +27,8 @@ class CdcRows:
 
     def __call__(self, changes: DataFrame) -> DataFrame:
         flow = self.flow
+        if flow.where:
+            changes = changes.where(F.expr(flow.where))
         columns = self.columns(changes)
         if flow.stored_as_scd_type == 2:
             untracked = set(flow.track_history_except_column_list or [])

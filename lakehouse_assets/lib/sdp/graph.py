@@ -47,6 +47,8 @@ class CdcFlow:
     except_column_list: list[str] | None = None
     track_history_column_list: list[str] | None = None
     track_history_except_column_list: list[str] | None = None
+    # Lakeflow's apply_changes(where=...): only the changes meeting this SQL condition apply.
+    where: str | None = None
     # create_auto_cdc_from_snapshot_flow: the source is a full snapshot read each run.
     from_snapshot: bool = False
 

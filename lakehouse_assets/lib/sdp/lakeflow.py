@@ -158,12 +158,8 @@ def apply_changes(
     once: bool = False,
 ) -> None:
     """Lakeflow's ``dlt.apply_changes`` (``create_auto_cdc_flow`` by its older name): the CDC
-    feed ``source`` applied to ``target`` as SCD type 1 or 2. ``where`` is refused: filter in a
-    view that the flow reads instead."""
-    if where is not None:
-        raise DeclarationError(
-            f"{_caller()}: dlt.apply_changes({target!r}): where= is not supported; filter in a @dlt.view it reads"
-        )
+    feed ``source`` applied to ``target`` as SCD type 1 or 2; with ``where``, only the changes
+    meeting that condition."""
     api.create_auto_cdc_flow(
         target,
         source,
@@ -179,6 +175,7 @@ def apply_changes(
         track_history_except_column_list=track_history_except_column_list,
         name=flow_name,
         once=once,
+        where=where,
     )
 
 

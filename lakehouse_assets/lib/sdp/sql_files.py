@@ -32,6 +32,7 @@ from lakehouse_assets.lib.errors import DeclarationError, first_line
 from lakehouse_assets.lib.sdp.api import expect_each
 from lakehouse_assets.lib.sdp.graph import PipelineGraph
 from lakehouse_assets.lib.sdp.spark_proxy import SPARK, configured
+from lakehouse_assets.lib.sdp.sql_cdc import auto_cdc_flow
 
 _NAME = r"[`\w][`\w.]*"
 _DATASET = re.compile(
@@ -242,6 +243,9 @@ def register_sql_file(graph: PipelineGraph, text: str, file: Path) -> None:
         if match := re.fullmatch(r"SET\s+([\w.]+)\s*=\s*(.*)", statement, re.IGNORECASE | re.DOTALL):
             variables[match[1]] = match[2].strip().strip("'\"")
             continue
+        if cdc := auto_cdc_flow(statement, location):
+            graph.register_auto_cdc_flow(cdc)
+            continue
         if match := _FLOW.fullmatch(statement):
             name, target = _unquote(match["name"]), _unquote(match["target"])
             graph.register_flow(Flow(name, target, dict(variables), location, query_function(match["query"], place)))
@@ -250,7 +254,8 @@ def register_sql_file(graph: PipelineGraph, text: str, file: Path) -> None:
         if match is None:
             raise DeclarationError(
                 f"{place}: not a pipeline statement: {statement.split(chr(10))[0][:80]!r} (CREATE STREAMING TABLE, "
-                "CREATE MATERIALIZED VIEW, CREATE TEMPORARY VIEW, CREATE FLOW ... AS INSERT INTO ... BY NAME or SET)"
+                "CREATE MATERIALIZED VIEW, CREATE TEMPORARY VIEW, CREATE FLOW ... AS INSERT INTO ... BY NAME, "
+                "CREATE FLOW ... AS AUTO CDC INTO ..., APPLY CHANGES INTO ... or SET)"
             )
         name, kind = _unquote(match["name"]), " ".join(match["kind"].upper().split())
         options, query = _clauses(match["rest"], place)
