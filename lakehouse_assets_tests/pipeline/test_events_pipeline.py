@@ -210,3 +210,12 @@ def test_deleted_checkpoint_is_refused_with_the_fix(runs: dict) -> None:
     config = {"ops": {"silver_events": {"config": {"full_refresh": True}}}}
     assert lh.materialize(["silver_events", "gold_hourly_revenue"], run_config=config).success
     assert_tables_match_landed_files(lh)
+
+
+def test_a_kafka_sink_without_a_broker_says_nothing_was_sent(runs: dict) -> None:
+    lh = runs["lh"]
+    result = lh.materialize("gold_hourly_revenue_changes")
+    shown = metadata(result, "gold_hourly_revenue_changes")
+    assert shown["messages_sent"] == 0
+    assert "nothing sent or read" in shown["warnings"] and "LAKEHOUSE_KAFKA_BOOTSTRAP" in shown["warnings"]
+    assert not Path(lh.paths.checkpoint("gold_hourly_revenue_changes"), "commits").exists()  # nothing was read

@@ -130,7 +130,11 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
     unconfigured = _unconfigured_kafka(flow)
     if unconfigured:
-        log(f"{name}: skipped: it uses Kafka ({', '.join(unconfigured)}) and LAKEHOUSE_KAFKA_BOOTSTRAP is not set")
+        # A warning, not a progress line: the asset would otherwise look sent (docs/kafka.md).
+        report.warnings.append(
+            f"{name}: nothing sent or read: it uses Kafka ({', '.join(unconfigured)}) and no broker is configured "
+            "(LAKEHOUSE_KAFKA_BOOTSTRAP); what it has not read waits in its checkpoint for the first run with one"
+        )
         return
     kind = sink_kind(flow.sink)
     if kind.write_whole is not None:
