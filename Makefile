@@ -118,12 +118,12 @@ jars: $(STAMP)
 	@$(BIN)/python -c 'import sys; from devstack.kafka_broker import setup; sys.exit(setup())'
 	@$(BIN)/python -c 'import sys; from devstack.s3server import setup; sys.exit(setup())'
 
-# The Spark driver's class archive (lakehouse_assets/lib/spark/class_archive.py), in the per-user
+# The Spark driver's class archive (lakehouse_assets/lib/accel/class_archive.py), in the per-user
 # cache: one training run of the demo (devstack/archive_training.py), once; $(CDS) only marks it
 # done for this checkout. Not written (the JVM refused): runs work without it, and the next make
 # tries again.
-$(CDS): $(STAMP) lakehouse_assets/lib/spark/jars.py lakehouse_assets/lib/spark/class_archive.py | jars
-	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.spark.class_archive import build; sys.exit(build("devstack.archive_training"))' && mkdir -p $(@D) && touch $@ || true
+$(CDS): $(STAMP) lakehouse_assets/lib/spark/jars.py lakehouse_assets/lib/accel/class_archive.py | jars
+	@$(BIN)/python -c 'import sys; from lakehouse_assets.lib.accel.class_archive import build; sys.exit(build("devstack.archive_training"))' && mkdir -p $(@D) && touch $@ || true
 
 demo: setup
 	@$(BIN)/python -m lakehouse_assets.generate

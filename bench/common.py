@@ -170,7 +170,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
     wall = time.monotonic() - started
     # Its JVM outlives it by as long as it writes the class archive (PySpark's driver ends when its
     # Python closes stdin); the pipe closes when the last of them exits.
-    from lakehouse_assets.lib.spark.class_archive import DUMP_ENV
+    from lakehouse_assets.lib.accel.class_archive import DUMP_ENV
 
     reader.join(timeout=300 if full_env.get(DUMP_ENV) else 10)
     # Nothing it started may outlive it (a JVM left behind would skew the next figure).

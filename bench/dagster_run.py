@@ -33,8 +33,8 @@ import dagster as dg  # noqa: E402
 
 from lakehouse_assets.definitions import build_definitions  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
+from lakehouse_assets.lib.accel import class_archive  # noqa: E402
 from lakehouse_assets.lib.paths import LakehousePaths  # noqa: E402
-from lakehouse_assets.lib.spark import class_archive  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.instrument import PROGRESS, SPARK, TIMES, instrument, step_times  # noqa: E402

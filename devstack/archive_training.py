@@ -1,6 +1,6 @@
 """The demo's class-archive training run (``make setup``): the events chain on a scratch root,
 then a clean driver exit, which is when the JVM writes the archive
-(:func:`lakehouse_assets.lib.spark.class_archive.build` runs this module, from the repository
+(:func:`lakehouse_assets.lib.accel.class_archive.build` runs this module, from the repository
 root with it on ``PYTHONPATH``)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import tempfile
 
 import dagster as dg
 
+from lakehouse_assets.lib.accel.class_archive import stop_and_dump
 from lakehouse_assets.lib.paths import LakehousePaths
-from lakehouse_assets.lib.spark.class_archive import stop_and_dump
 
 CHAIN = [
     "bronze_events",

@@ -18,12 +18,12 @@ from bench.split import median_tree, split_dagster
 
 
 def missing_class_archive() -> Path | None:
-    """Where the driver's class archive (``lakehouse_assets/lib/spark/class_archive.py``) goes when it
+    """Where the driver's class archive (``lakehouse_assets/lib/accel/class_archive.py``) goes when it
     is missing. `make bench` leaves it to the preparation: the run that ingests section 4's
     largest history trains it (the events chain, as setup's training run), instead of a
     training run of its own before everything else. Only section 1's runs must have it, and
     they start after preparation."""
-    from lakehouse_assets.lib.spark import class_archive
+    from lakehouse_assets.lib.accel import class_archive
     from lakehouse_assets.lib.spark.jars import cached_jars
 
     if os.environ.get("LAKEHOUSE_CLASS_ARCHIVE", "1") == "0":
@@ -64,7 +64,7 @@ class History:
         self._largest = None
 
     def _prepare_largest(self) -> dict:
-        from lakehouse_assets.lib.spark import class_archive
+        from lakehouse_assets.lib.accel import class_archive
 
         sc, n = self.level_dirs[-1], self.levels[-1]
         archive = missing_class_archive()

@@ -28,7 +28,7 @@ def prepare(cfg: Config, workdir: Path, sections: set[str], parallel: int, pair:
         if history:
             history.start(pool)
         if not (history and history.elsewhere) and missing_class_archive():
-            from lakehouse_assets.lib.spark.class_archive import build
+            from lakehouse_assets.lib.accel.class_archive import build
 
             pool.submit(build, "devstack.archive_training")
         dev = pool.submit(latency_server, workdir) if "5" in sections else None

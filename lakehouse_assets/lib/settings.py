@@ -45,7 +45,7 @@ class Settings:
     """``LAKEHOUSE_CLASS_ARCHIVE``: ``0`` starts local drivers without the class archive."""
     warm_workers: bool = True
     """``LAKEHOUSE_WARM_WORKERS``: ``0`` starts an engine's streaming Python workers cold
-    (see :mod:`lakehouse_assets.lib.spark.warm_workers`)."""
+    (see :mod:`lakehouse_assets.lib.accel.warm_workers`)."""
     warm_runs: bool = True
     """``LAKEHOUSE_WARM_RUNS``: ``0`` starts every run that :class:`WarmRunLauncher` launches as a
     new process (see :mod:`lakehouse_assets.lib.accel.warm_runs`)."""

@@ -7,7 +7,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from lakehouse_assets.lib.spark import class_archive
+from lakehouse_assets.lib.accel import class_archive
 from lakehouse_assets.lib.spark.conf import spark_conf
 from lakehouse_assets.lib.spark.jars import cached_jars
 

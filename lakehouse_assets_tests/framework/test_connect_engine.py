@@ -190,7 +190,7 @@ for i in range(3):
 @pytest.mark.slow
 def test_streaming_workers_are_forked_warm_and_see_their_own_batches(tmp_path: Path, engine: ConnectServer) -> None:
     """The engine's foreachBatch workers, after the first, are forked from its warm process
-    (lakehouse_assets.lib.spark.warm_workers): each runs its own query's rows, in a process of
+    (lakehouse_assets.lib.accel.warm_workers): each runs its own query's rows, in a process of
     its own, and the warm process lives in the engine's process group."""
     source, out = tmp_path / "source", tmp_path / "seen.tsv"
     source.mkdir()
@@ -204,7 +204,7 @@ def test_streaming_workers_are_forked_warm_and_see_their_own_batches(tmp_path: P
     seen = [line.split("\t") for line in out.read_text().splitlines()]
     assert [rows for *_, rows in seen] == ["x,y,z"] * 3  # every query read every row, once
     assert len({pid for pid, *_ in seen}) == 3, seen  # a worker per query
-    warm = [(int(parent), command) for _, parent, command, _ in seen if "lib.spark.warm_workers" in command]
+    warm = [(int(parent), command) for _, parent, command, _ in seen if "lib.accel.warm_workers" in command]
     assert len(warm) >= 2, f"fewer than two of three workers were forked warm: {seen}"
     assert engine.process is not None
     assert all(os.getpgid(parent) == os.getpgid(engine.process.pid) for parent, _ in warm)
@@ -217,7 +217,7 @@ def test_streaming_workers_are_forked_warm_and_see_their_own_batches(tmp_path: P
     assert again.returncode == 0, again.stderr[-3000:]
     seen = [line.split("\t") for line in out.read_text().splitlines()]
     assert [rows for *_, rows in seen] == ["x,y,z"] * 3
-    successors = {int(parent) for _, parent, command, _ in seen if "lib.spark.warm_workers" in command}
+    successors = {int(parent) for _, parent, command, _ in seen if "lib.accel.warm_workers" in command}
     assert successors and not successors & {parent for parent, _ in warm}, (warm, seen)
 
 

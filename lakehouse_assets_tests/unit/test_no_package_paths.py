@@ -13,9 +13,9 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from lakehouse_assets.lib.accel import class_archive
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
-from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.child_python import child_python_path
 from lakehouse_assets.lib.spark.conf import spark_conf
 

@@ -1,4 +1,4 @@
-"""The engine's Python launcher (lakehouse_assets.lib.spark.warm_workers) outside a Spark engine:
+"""The engine's Python launcher (lakehouse_assets.lib.accel.warm_workers) outside a Spark engine:
 anything but a streaming worker runs the real interpreter, unchanged. Spark-free."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from lakehouse_assets.lib.spark.warm_workers import launcher_path
+from lakehouse_assets.lib.accel.warm_workers import launcher_path
 
 pytestmark = pytest.mark.unit
 

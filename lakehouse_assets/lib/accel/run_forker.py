@@ -27,8 +27,8 @@ import sys
 import traceback
 from typing import Any
 
+from lakehouse_assets.lib.accel.warm_workers import source_mtimes, sources_changed
 from lakehouse_assets.lib.orchestrate.dagster_internals import RUN_WORKER_MODULES
-from lakehouse_assets.lib.spark.warm_workers import source_mtimes, sources_changed
 
 PRELOAD = (*RUN_WORKER_MODULES, "pyspark.sql.connect.session")
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
-from lakehouse_assets.lib.spark import class_archive
 from lakehouse_assets.lib.spark.jars import cached_jars
 from lakehouse_assets.lib.spark.launch_secrets import is_local_master
 from lakehouse_assets.lib.spark.object_store import CREDENTIAL_PROVIDER, s3a_conf
@@ -51,7 +50,9 @@ def spark_conf(
     if local and jars and class_archive_ok:
         # On the driver's class path (not spark.jars) Delta's classes can come from the class
         # archive too; a local driver is its own executor, so nothing else needs them.
-        java_options += class_archive.driver_options(jars)
+        from lakehouse_assets.lib.accel.class_archive import driver_options  # the speed-up, switched off by setting
+
+        java_options += driver_options(jars)
     conf: dict[str, Any] = {
         "spark.master": master,
         "spark.app.name": "lakehouse_assets",

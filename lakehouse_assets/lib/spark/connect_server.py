@@ -18,7 +18,6 @@ from lakehouse_assets.lib.spark.child_python import child_python_path
 from lakehouse_assets.lib.spark.conf import spark_conf
 from lakehouse_assets.lib.spark.engine_auth import TOKEN_VARIABLE, check_binding
 from lakehouse_assets.lib.spark.launch_secrets import launch_secrets, properties_arguments, write_private_properties
-from lakehouse_assets.lib.spark.warm_workers import launcher_path
 
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -63,7 +62,7 @@ def connect_server_env(master: str | None = None, token: str | None = None) -> d
     """The server's environment: its Python workers (``foreachBatch`` handlers, UDFs) run this
     virtualenv's Python and import from where this process does (:mod:`.child_python`), like
     the clients; with a local master, through the warm-worker launcher
-    (:mod:`lakehouse_assets.lib.spark.warm_workers`). The token goes in the variable Spark reads
+    (:mod:`lakehouse_assets.lib.accel.warm_workers`). The token goes in the variable Spark reads
     (:mod:`.engine_auth`), never on the command line.
 
     :param master: the Spark master (default ``SPARK_MASTER``).
@@ -77,7 +76,7 @@ def connect_server_env(master: str | None = None, token: str | None = None) -> d
     env |= {
         # Spark Connect starts its workers with PYSPARK_PYTHON; executors on other hosts would
         # not find the launcher, so a cluster's server starts them cold.
-        "PYSPARK_PYTHON": launcher_path() if settings.warm_workers and local else sys.executable,
+        "PYSPARK_PYTHON": _worker_python() if settings.warm_workers and local else sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         # The engine's workers import the framework and the pipeline's modules as this process did.
         "PYTHONPATH": child_python_path(env),
@@ -85,3 +84,11 @@ def connect_server_env(master: str | None = None, token: str | None = None) -> d
         **({TOKEN_VARIABLE: token} if token else {}),
     }
     return env
+
+
+def _worker_python() -> str:
+    """The warm workers' launcher (the speed-up in :mod:`lakehouse_assets.lib.accel`, on unless
+    ``LAKEHOUSE_WARM_WORKERS=0``)."""
+    from lakehouse_assets.lib.accel.warm_workers import launcher_path
+
+    return launcher_path()

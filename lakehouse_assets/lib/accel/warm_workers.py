@@ -51,7 +51,7 @@ PRELOAD = (
 )
 
 _LAUNCHER = """#!{python} -S
-# Written by lakehouse_assets.lib.spark.warm_workers: the engine's PYSPARK_PYTHON.
+# Written by lakehouse_assets.lib.accel.warm_workers: the engine's PYSPARK_PYTHON.
 import json, os, socket, subprocess, sys
 PYTHON, MODULES, SOCKETS = {python!r}, {modules!r}, {sockets!r}
 args = sys.argv[1:]
@@ -69,7 +69,7 @@ if len(args) == 2 and args[0] == "-m" and args[1] in MODULES and os.environ.get(
     if status:
         sys.exit(int.from_bytes(status, "big", signed=True))
     # No warm process for this engine yet, or it stepped aside: start one beside this worker.
-    subprocess.Popen([PYTHON, "-m", "lakehouse_assets.lib.spark.warm_workers", path, str(engine)],
+    subprocess.Popen([PYTHON, "-m", "lakehouse_assets.lib.accel.warm_workers", path, str(engine)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 os.execv(PYTHON, [PYTHON, *args])
 """
