@@ -270,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"history ({variant}) at {level:,}: run {series[-1]['run_median_s']:.1f}s, ticks {series[-1]['tick_new_ms']}"
             )
         results[variant] = series
+    results["when"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    results["minutes"] = (time.monotonic() - started) / 60
+    write(results)  # the levels are kept even if the backfill is cut short
     if args.backfill:
         log(f"backfill: {args.backfill:,} files of {args.backfill_rows} rows, framework vs plain Spark batch")
         results["backfill"] = backfill(workdir, args.backfill, args.backfill_rows)
