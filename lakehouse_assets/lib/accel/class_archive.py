@@ -50,7 +50,13 @@ def archive_path(jars: list[str]) -> Path:
     java = shutil.which("java") or ""
     java_real = os.path.realpath(java) if java else ""
     java_stamp = f"{java_real}:{os.stat(java_real).st_mtime_ns}" if java_real else "none"
-    key = "\n".join([java_stamp, pyspark.__version__, _pyspark_dir(), *jars])
+    # The JVM refuses an archive whose class path changed since it was written: a virtualenv
+    # made again at the same path, or a jar downloaded again, gets a new archive.
+    installed = str(Path(_pyspark_dir()) / "__init__.py")
+    stamps = [
+        f"{path}:{os.stat(path).st_mtime_ns if os.path.exists(path) else 'absent'}" for path in [installed, *jars]
+    ]
+    key = "\n".join([java_stamp, pyspark.__version__, *stamps])
     return archive_dir() / f"driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
