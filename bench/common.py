@@ -272,3 +272,15 @@ def chart(scaling: dict, path: Path) -> None:
         xlabel="landing files already ingested", ylabel="seconds (median)", title="History scaling", log_x=True,
         guide=(total[0] * 1.5, f"target: 1.5x the {x[0]}-file case"),
     )  # fmt: skip
+
+
+def write_block(block: str, start: str, end: str, target: Path = BENCH / "results.md") -> None:
+    """Put ``block`` (which begins with ``start`` and ends with ``end``) into ``target`` in place
+    of the block between those markers, or at its end the first time."""
+    text = target.read_text() if target.exists() else "# Benchmark results\n"
+    if start in text:
+        head, rest = text.split(start, 1)
+        text = head + block + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    target.write_text(text)

@@ -24,7 +24,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.common import BENCH, REPO, log, machine, median
+from bench.common import BENCH, REPO, log, machine, median, write_block
 
 RESULTS_JSON = BENCH / "history_results.json"
 BLOCK_START, BLOCK_END = "<!-- landing-history -->", "<!-- /landing-history -->"
@@ -224,15 +224,7 @@ def report(results: dict) -> str:
 
 def write(results: dict) -> None:
     RESULTS_JSON.write_text(json.dumps(results, indent=1))
-    target = BENCH / "results.md"
-    text = target.read_text() if target.exists() else "# Benchmark results\n"
-    block = report(results)
-    if BLOCK_START in text:
-        head, rest = text.split(BLOCK_START, 1)
-        text = head + block + rest.split(BLOCK_END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    target.write_text(text)
+    write_block(report(results), BLOCK_START, BLOCK_END)
 
 
 def main(argv: list[str] | None = None) -> int:

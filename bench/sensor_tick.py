@@ -26,7 +26,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.common import BENCH, log, median
+from bench.common import BENCH, log, median, write_block
 
 RESULTS_JSON = BENCH / "sensor_tick_results.json"
 BLOCK_START, BLOCK_END = "<!-- sensor-tick -->", "<!-- /sensor-tick -->"
@@ -135,15 +135,7 @@ def report(results: dict) -> str:
 
 def write(results: dict) -> None:
     RESULTS_JSON.write_text(json.dumps(results, indent=1))
-    target = BENCH / "results.md"
-    text = target.read_text() if target.exists() else "# Benchmark results\n"
-    block = report(results)
-    if BLOCK_START in text:
-        head, rest = text.split(BLOCK_START, 1)
-        text = head + block + rest.split(BLOCK_END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    target.write_text(text)
+    write_block(report(results), BLOCK_START, BLOCK_END)
 
 
 def main(argv: list[str] | None = None) -> int:
