@@ -4,7 +4,9 @@
 
 Runs on the Spark Connect engine when ``SPARK_REMOTE`` is set, else on an embedded session.
 Every Delta table under the data root (``LAKEHOUSE_ROOT``) is registered first, under its own
-name (:mod:`lakehouse_assets.lib.engine.state.catalog`).
+name (:mod:`lakehouse_assets.lib.engine.state.catalog`), after the event log
+(``_lakehouse_events``) has taken in the events of the runs since it was last brought up to date
+(:mod:`lakehouse_assets.lib.engine.state.event_log`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lakehouse_assets.lib.engine.errors import engine_refused
+from lakehouse_assets.lib.engine.state import event_log
 from lakehouse_assets.lib.engine.state.catalog import register_tables, table_names
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.spark.session import get_spark
@@ -76,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("SQLQueryContextLogger").disabled = True
     spark = get_spark()
     try:
+        event_log.sync(spark, paths)
         register_tables(spark, paths, warn=lambda note: print(f"note: {note}", file=sys.stderr))
         result = spark.sql(args.statement)
         rows = result.limit(args.limit + 1).collect()

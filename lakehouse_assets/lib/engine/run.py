@@ -22,6 +22,7 @@ from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.schema.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.state.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
 from lakehouse_assets.lib.engine.state.checkpoint_guard import guard_checkpoint, remember_progress
+from lakehouse_assets.lib.engine.state.event_log import record_killed_runs
 from lakehouse_assets.lib.engine.state.ledger import BatchLedger
 from lakehouse_assets.lib.engine.writing.batch import publisher
 from lakehouse_assets.lib.engine.writing.direct import run_direct, writes_directly
@@ -48,6 +49,7 @@ def run_table(
     log: Log | None = None,
     notify: Log | None = None,
     writer: str = "",
+    run_id: str = "",
 ) -> RunReport:
     """Run the table's query over everything new in its inputs; what it did.
 
@@ -58,6 +60,8 @@ def run_table(
     :param log: where progress lines go.
     :param notify: where lines a person should see go (waiting for another writer); default ``log``.
     :param writer: who runs it (a Dagster run), named to another writer that waits for this one.
+    :param run_id: the run, kept with its micro-batches' figures: if it is killed, the next run
+        records in the event log what it had committed (:func:`record_killed_runs`).
     """
     say: Log = log or (lambda message: None)
     tell: Log = notify or say
@@ -74,12 +78,12 @@ def run_table(
         if full_refresh_first:
             take_all_back(paths, table, say)
             full_refresh(spark, paths, table, say)
-        report = _run(spark, paths, table, say)
+        report = _run(spark, paths, table, say, run_id)
         report.full_refresh = full_refresh_first
         return report
 
 
-def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log) -> RunReport:
+def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log, run_id: str) -> RunReport:
     started = time.monotonic()
     report = RunReport(table.name)
     flows = table.flow_runs()
@@ -89,20 +93,23 @@ def _run(spark: SparkSession, paths: LakehousePaths, table: TableSpec, log: Log)
             guard_checkpoint(spark, paths, flow)
     for flow in flows:
         with session_settings(spark, flow.spark_conf, owner=flow.checkpoint_name):
-            _run_with_retries(spark, paths, flow, report, log)
+            record_killed_runs(paths, flow)
+            _run_with_retries(spark, paths, flow, report, log, run_id)
             report.warnings = list(dict.fromkeys(report.warnings))  # once, whatever the attempts
     report.duration_s = round(time.monotonic() - started, 3)
     return report
 
 
-def _run_with_retries(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
+def _run_with_retries(
+    spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log, run_id: str
+) -> None:
     """Run the flow; again when a CSV file landed after its header was read (its micro-batch
     failed whole; the next attempt reads its header first), and when reading a landed file
     failed (counted against the file, which is set aside once it has failed too often)."""
     unexamined = 0
     for _ in range(MAX_QUERY_ATTEMPTS):
         try:
-            _run_flow(spark, paths, flow, report, log)
+            _run_flow(spark, paths, flow, report, log, run_id)
             return
         except UnexaminedFile as error:
             unexamined += 1
@@ -113,7 +120,7 @@ def _run_with_retries(spark: SparkSession, paths: LakehousePaths, flow: TableSpe
             if not note_read_failure(paths, flow, error.file, str(error), report.warnings.append):
                 raise
             log(f"{error}; running the query again")
-    _run_flow(spark, paths, flow, report, log)
+    _run_flow(spark, paths, flow, report, log, run_id)
 
 
 def _unconfigured_kafka(flow: TableSpec) -> list[str]:
@@ -126,7 +133,9 @@ def _unconfigured_kafka(flow: TableSpec) -> list[str]:
     return missing + ([sink] if sink else [])
 
 
-def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log) -> None:
+def _run_flow(
+    spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Log, run_id: str
+) -> None:
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
     unconfigured = _unconfigured_kafka(flow)
     if unconfigured:
@@ -141,7 +150,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
         run_overwrite(spark, paths, flow, report, log, kind.write_whole)
         return
     if flow.once:
-        run_once(spark, paths, flow, report, log)
+        run_once(spark, paths, flow, report, log, run_id)
         return
     intakes = admit(spark, paths, flow, report, log)
     try:
@@ -178,7 +187,7 @@ def _run_flow(spark: SparkSession, paths: LakehousePaths, flow: TableSpec, repor
     if kind.refresh:
         report.refresh = kind.refresh
     inputs = read_inputs(spark, paths, flow, log)
-    ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
+    ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name), run_id)
     prepared = kind.prepare(spark, paths, flow, inputs, ledger, app_id(paths, flow))
     kind.check_rows(flow, prepared.output_schema)
     if prepared.quarantine_schema is not None and flow.quarantine:

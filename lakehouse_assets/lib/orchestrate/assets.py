@@ -173,6 +173,7 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
             previous={} if fresh else _previous_metadata(context.instance, table),
             previous_checks={} if fresh else _previous_checks(context.instance, table, checks),
             writer=f"run {context.run.run_id}",
+            run_id=context.run.run_id,
         )
         try:
             lakehouse.paths.check_root()

@@ -10,6 +10,7 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.orchestrate.assets import build_table_assets
+from lakehouse_assets.lib.orchestrate.event_log_job import build_event_log_schedule, sync_event_log_job
 from lakehouse_assets.lib.orchestrate.jobs import (
     build_ingest_jobs,
     build_kafka_jobs,
@@ -65,7 +66,7 @@ def build_definitions(
     maintenance = build_maintenance_jobs(tables)
     return dg.Definitions(
         assets=build_table_assets(tables, paths),
-        jobs=[*ingest.values(), *from_kafka.values(), refresh, *maintenance.values()],
+        jobs=[*ingest.values(), *from_kafka.values(), refresh, *maintenance.values(), sync_event_log_job],
         sensors=[
             *[build_landing_sensor(s, readers, ingest[s]) for s, readers in landing_sources(tables).items()],
             *[build_kafka_sensor(s, readers, from_kafka[s]) for s, readers in kafka_subscriptions(tables).items()],
@@ -73,7 +74,11 @@ def build_definitions(
         ]
         if sensors
         else [],
-        schedules=[*build_maintenance_schedules(maintenance), build_refresh_schedule(refresh, tables)]
+        schedules=[
+            *build_maintenance_schedules(maintenance),
+            build_refresh_schedule(refresh, tables),
+            build_event_log_schedule(),
+        ]
         if schedules
         else [],
         resources={"spark": spark_resource(), "lakehouse": LakehouseResource(root=paths.root)},

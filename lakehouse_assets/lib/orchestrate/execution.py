@@ -24,8 +24,9 @@ from lakehouse_assets.lib.engine.checks.check_rules import evaluate
 from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
-from lakehouse_assets.lib.engine.state import delta_log
+from lakehouse_assets.lib.engine.state import delta_log, event_log
 from lakehouse_assets.lib.engine.state.catalog import register_table
+from lakehouse_assets.lib.engine.state.run_events import table_run_events
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, first_line
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.paths import LakehousePaths
@@ -67,6 +68,8 @@ class TableRequest:
     previous_checks: dict[str, dict[str, Any]] | None = None
     # Who writes (``run <id>``), named to another writer that has to wait for this one.
     writer: str = ""
+    # The run, for the event log (empty: not a Dagster run).
+    run_id: str = ""
 
 
 def _previous_state(
@@ -107,7 +110,14 @@ def _materializations(
     previous = request.previous or {}
     with timings.span("run_table", table.name):
         report = run_table(
-            session, paths, table, full_refresh_first=request.full_refresh, log=log, notify=info, writer=request.writer
+            session,
+            paths,
+            table,
+            full_refresh_first=request.full_refresh,
+            log=log,
+            notify=info,
+            writer=request.writer,
+            run_id=request.run_id,
         )
     _name_new_tables(session, paths, table, previous, warn)
     materialized = []
@@ -239,14 +249,16 @@ def table_events(
             watch=watch,
         )
     except LakehouseError as error:
-        for check in checks:
-            yield Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"}))
+        failed = [Checked(check.name, CheckOutcome(False, {"error": f"the run failed: {error}"})) for check in checks]
+        _record_events(paths, table, request, None, [], failed, str(error))
+        yield from failed
         raise
     (info or log)(report.summary())
     for warning in report.warnings:
         warn(warning)
     yield from materialized
     if not checks:
+        _record_events(paths, table, request, report, materialized, [], None)
         return
     carried = {
         name: CheckOutcome(bool(c["passed"]), dict(c["metadata"]))
@@ -264,5 +276,22 @@ def table_events(
             return list(pool.map(lambda c: evaluate_check(c, context), checks))
 
     _, outcomes = retrying(table.name, evaluate_all, session, warn, renew, again="its checks", watch=watch)
-    for check, outcome in zip(checks, outcomes, strict=True):
-        yield Checked(check.name, outcome)
+    evaluated = [Checked(check.name, outcome) for check, outcome in zip(checks, outcomes, strict=True)]
+    _record_events(paths, table, request, report, materialized, evaluated, None)
+    yield from evaluated
+
+
+def _record_events(
+    paths: LakehousePaths,
+    table: TableSpec,
+    request: TableRequest,
+    report: RunReport | None,
+    materialized: list[Materialized],
+    evaluated: list[Checked],
+    error: str | None,
+) -> None:
+    """Keep the run's figures and its check outcomes for the event log (:mod:`event_log`)."""
+    version = next((m.metadata.get("delta_version") for m in materialized if m.asset == table.name), None)
+    outcomes = [(c.check, c.outcome.passed, c.outcome.metadata) for c in evaluated]
+    version = getattr(version, "value", version)
+    event_log.record(paths, table_run_events(request.run_id, table.name, report, version, outcomes, error))

@@ -19,6 +19,7 @@ from pyspark.sql.types import StructType
 from lakehouse_assets.lib.engine.report import RunReport, WrittenSample
 from lakehouse_assets.lib.engine.state import storage
 
+RUN_FILE = "run.txt"
 _SUMMED = (
     "result_rows",
     "rows_written",
@@ -58,8 +59,49 @@ class BatchLedger:
     folder: str
 
     @classmethod
-    def for_run(cls, checkpoint_folder: str) -> BatchLedger:
-        return cls(f"{checkpoint_folder}/run-reports/{uuid.uuid4().hex}")
+    def for_run(cls, checkpoint_folder: str, run_id: str = "") -> BatchLedger:
+        """A new folder for one run's records.
+
+        :param run_id: the run (kept beside its records, to name it if it is killed).
+        """
+        ledger = cls(f"{checkpoint_folder}/run-reports/{uuid.uuid4().hex}")
+        storage.write_text(f"{ledger.folder}/{RUN_FILE}", run_id)
+        return ledger
+
+    @staticmethod
+    def killed_runs(checkpoint_folder: str, committed: int | None) -> list[tuple[str, RunReport]]:
+        """The folders of runs that were killed (call while holding the table's writer lock,
+        before this run records anything): per run, the figures of its micro-batches up to batch
+        ``committed`` (the checkpoint's last commit; None: none). The folders are not forgotten
+        here: :meth:`forget_killed` does that once the figures are kept elsewhere.
+
+        :param checkpoint_folder: the flow's checkpoint folder.
+        :param committed: the highest micro-batch id with a commit.
+        """
+        found = []
+        root = f"{checkpoint_folder}/run-reports"
+        for folder in sorted(storage.list_names(root)):
+            ledger = BatchLedger(f"{root}/{folder}")
+            run_id = (storage.read_text(f"{ledger.folder}/{RUN_FILE}") or "").strip()
+            report = RunReport("")
+            for batch_id, figures in ledger._records():
+                if committed is not None and batch_id <= committed:
+                    _add(report, figures)
+                    report.batches += 1
+            found.append((run_id, report))
+        return found
+
+    @staticmethod
+    def forget_killed(checkpoint_folder: str) -> None:
+        storage.delete(f"{checkpoint_folder}/run-reports")
+
+    def _records(self) -> list[tuple[int, dict[str, Any]]]:
+        records = []
+        for name in sorted(n for n in storage.list_names(self.folder) if n.endswith(".json") and n[0] != "."):
+            text = storage.read_text(f"{self.folder}/{name}")
+            if text:
+                records.append((int(name.removesuffix(".json")), json.loads(text)))
+        return records
 
     def record(self, batch_id: int, batch: RunReport) -> None:
         """Keep what micro-batch ``batch_id`` did (a replayed batch replaces its record)."""
@@ -67,10 +109,8 @@ class BatchLedger:
 
     def add_up(self, report: RunReport) -> None:
         """Add every recorded micro-batch to ``report``, in batch order, and forget them."""
-        for name in sorted(n for n in storage.list_names(self.folder) if n.endswith(".json") and n[0] != "."):
-            text = storage.read_text(f"{self.folder}/{name}")
-            if text:
-                _add(report, json.loads(text))
+        for _, figures in self._records():
+            _add(report, figures)
         self.discard()
 
     def discard(self) -> None:

@@ -25,14 +25,19 @@ from lakehouse_assets.lib.paths import LakehousePaths
 
 
 def run_once(
-    spark: SparkSession, paths: LakehousePaths, flow: TableSpec, report: RunReport, log: Callable[[str], None]
+    spark: SparkSession,
+    paths: LakehousePaths,
+    flow: TableSpec,
+    report: RunReport,
+    log: Callable[[str], None],
+    run_id: str = "",
 ) -> None:
     """Append the flow's rows unless it ran already (its marker is in its checkpoint folder)."""
     marker = once_done_marker(paths, flow)
     if storage.exists(marker):
         log(f"{flow.name} (flow {flow.flow}): ran once already; a full refresh runs it again")
         return
-    ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name))
+    ledger = BatchLedger.for_run(paths.checkpoint(flow.checkpoint_name), run_id)
     prepare = sink_kind(flow.sink).prepare
     assert prepare is not None  # a once-flow writes into an append or merge table (declare/flows.py)
     prepared = prepare(spark, paths, flow, read_inputs(spark, paths, flow, log), ledger, app_id(paths, flow))
