@@ -11,6 +11,7 @@ from lakehouse_assets.lib.declare.cdc import auto_cdc, scd1_current, scd2_histor
 from lakehouse_assets.lib.declare.checks import (
     CheckOutcome,
     TableCheck,
+    caught_up_with_landing,
     custom_check,
     landed_lines_conserved,
     not_null,
@@ -92,6 +93,7 @@ __all__ = [
     "build_definitions",
     "build_table_assets",
     "catalog_table",
+    "caught_up_with_landing",
     "change_feed",
     "collect_tables",
     "custom_check",

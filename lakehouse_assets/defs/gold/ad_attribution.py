@@ -7,8 +7,9 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lakehouse_assets.defs.gold.limits import GOLD_CAUGHT_UP
 from lakehouse_assets.defs.silver.events import parse_event_time
-from lakehouse_assets.lib import not_null, streaming_table, unique
+from lakehouse_assets.lib import caught_up_with_landing, not_null, streaming_table, unique
 from lakehouse_assets.lib.settings import current
 
 ATTRIBUTION_WINDOW = "10 minutes"
@@ -113,7 +114,11 @@ ATTRIBUTION_COLUMN_DOCS = {
     inputs={},  # bronze_ad_impressions and bronze_ad_clicks, read as streams
     output_mode="append",
     table_properties={"delta.dataSkippingStatsColumns": "impression_id,impression_time"},
-    checks=[unique("impression_id"), not_null("impression_id", "impression_time", "clicked")],
+    checks=[
+        caught_up_with_landing(GOLD_CAUGHT_UP),
+        unique("impression_id"),
+        not_null("impression_id", "impression_time", "clicked"),
+    ],
     freshness=timedelta(hours=6),
     owners=["team:marketing"],
     tags={"layer": "gold"},

@@ -7,7 +7,16 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import change_feed, not_null, recompute, reconciles_with, streaming_table, unique
+from lakehouse_assets.defs.gold.limits import GOLD_CAUGHT_UP
+from lakehouse_assets.lib import (
+    caught_up_with_landing,
+    change_feed,
+    not_null,
+    recompute,
+    reconciles_with,
+    streaming_table,
+    unique,
+)
 
 
 def customer_ltv(events: DataFrame) -> DataFrame:
@@ -40,6 +49,7 @@ LTV_COLUMN_DOCS = {
     # silver_events (re-read filtered on user_id) and their rows replaced in one MERGE.
     sink=recompute(keys=["user_id"], reread_by="user_id"),
     checks=[
+        caught_up_with_landing(GOLD_CAUGHT_UP),
         unique("user_id"),
         not_null("user_id", "lifetime_revenue", "orders", "first_purchase_at", "last_purchase_at"),
         reconciles_with(

@@ -7,7 +7,16 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import change_feed, not_null, recompute, reconciles_with, streaming_table, unique
+from lakehouse_assets.defs.gold.limits import GOLD_CAUGHT_UP
+from lakehouse_assets.lib import (
+    caught_up_with_landing,
+    change_feed,
+    not_null,
+    recompute,
+    reconciles_with,
+    streaming_table,
+    unique,
+)
 
 
 def hourly_revenue(events: DataFrame) -> DataFrame:
@@ -52,6 +61,7 @@ REVENUE_COLUMN_DOCS = {
     # partition column) bounds the re-read to the days of the new events.
     sink=recompute(keys=["window_start", "category"], reread_by="event_date"),
     checks=[
+        caught_up_with_landing(GOLD_CAUGHT_UP),
         unique("window_start", "category"),
         not_null("window_start", "window_end", "category", "revenue", "orders", "buyers"),
         reconciles_with(

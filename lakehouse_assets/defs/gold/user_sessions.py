@@ -7,7 +7,8 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.lib import not_null, stream, streaming_table, unique
+from lakehouse_assets.defs.gold.limits import GOLD_CAUGHT_UP
+from lakehouse_assets.lib import caught_up_with_landing, not_null, stream, streaming_table, unique
 
 SESSION_GAP = "30 minutes"
 
@@ -63,7 +64,11 @@ SESSION_COLUMN_DOCS = {
     # Append mode: a session is emitted once, when the watermark passes its end.
     output_mode="append",
     table_properties={"delta.dataSkippingStatsColumns": "user_id,session_start,session_end"},
-    checks=[unique("user_id", "session_start"), not_null("user_id", "session_start", "session_end", "events")],
+    checks=[
+        caught_up_with_landing(GOLD_CAUGHT_UP),
+        unique("user_id", "session_start"),
+        not_null("user_id", "session_start", "session_end", "events"),
+    ],
     freshness=timedelta(hours=6),
     owners=["team:analytics"],
     tags={"layer": "gold"},

@@ -99,6 +99,11 @@ class UserFunction:
     whole_table: bool
 
 
+@dataclass(frozen=True)
+class CaughtUpWithLanding:
+    max_behind_s: float
+
+
 CheckRule = (
     UniqueKeys
     | RequiredColumns
@@ -112,4 +117,5 @@ CheckRule = (
     | QuarantineTraceable
     | RowsSatisfy
     | UserFunction
+    | CaughtUpWithLanding
 )

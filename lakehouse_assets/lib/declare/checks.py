@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakehouse_assets.lib.declare.check_kinds import (
+    CaughtUpWithLanding,
     CheckOutcome,
     CheckRule,
     ExpectationMet,
@@ -39,6 +40,7 @@ from lakehouse_assets.lib.declare.check_kinds import (
     UniqueKeys,
     UserFunction,
 )
+from lakehouse_assets.lib.declare.ddl import duration
 from lakehouse_assets.lib.errors import DeclarationError
 
 Severity = Literal["ERROR", "WARN"]
@@ -144,6 +146,17 @@ def quarantine_rate(max_share: float = 0.1) -> TableCheck:
     expectations checked to quarantine (a degrading feed shows before anyone reads the table)."""
     description = f"At most {max_share:.0%} of a run's rows quarantined."
     return TableCheck("quarantine_rate", description, QuarantineShare(max_share), "WARN", target="quarantine")
+
+
+def caught_up_with_landing(max_behind: str = "30 minutes", severity: Severity = "WARN") -> TableCheck:
+    """The oldest landed file whose rows the table does not hold yet (in any landing folder that
+    feeds it, through the tables it streams from) waited at most ``max_behind`` (e.g.
+    ``"15 minutes"``). Evaluated after each run and, without a run, by the freshness sensor.
+    Unlike a freshness policy (time since the last materialization), it says whether what
+    landed is in the table."""
+    seconds = duration(max_behind).total_seconds()
+    description = f"Holds every landed file within {max_behind} of its arrival."
+    return TableCheck("caught_up_with_landing", description, CaughtUpWithLanding(seconds), severity, "full table")
 
 
 def quarantine_traceable(quarantine: str, columns: list[str]) -> TableCheck:

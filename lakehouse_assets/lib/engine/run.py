@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, inputs_of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
+from lakehouse_assets.lib.engine.freshness import forget_held, record_held, upstream_held
 from lakehouse_assets.lib.engine.intake.lifecycle import admit, drained, finish, note_read_failure, take_all_back
 from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
 from lakehouse_assets.lib.engine.reading.idle import idle_input
@@ -75,10 +76,13 @@ def run_table(
             tell(f"{table.name}: waited {seconds:.1f}s for the other writer")
 
     with writer_lock(paths).hold(table.name, waiting, writer):
+        upstream = upstream_held(paths, table)
         if full_refresh_first:
+            forget_held(paths, table)
             take_all_back(paths, table, say)
             full_refresh(spark, paths, table, say)
         report = _run(spark, paths, table, say, run_id)
+        record_held(paths, table, upstream)
         report.full_refresh = full_refresh_first
         return report
 

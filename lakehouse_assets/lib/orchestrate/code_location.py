@@ -11,6 +11,7 @@ import dagster as dg
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.orchestrate.assets import build_table_assets
 from lakehouse_assets.lib.orchestrate.event_log_job import build_event_log_schedule, sync_event_log_job
+from lakehouse_assets.lib.orchestrate.freshness_sensor import build_freshness_sensor
 from lakehouse_assets.lib.orchestrate.jobs import (
     build_ingest_jobs,
     build_kafka_jobs,
@@ -64,6 +65,7 @@ def build_definitions(
     from_kafka = build_kafka_jobs(tables)
     refresh = build_refresh_job()
     maintenance = build_maintenance_jobs(tables)
+    freshness = build_freshness_sensor(tables, paths)
     return dg.Definitions(
         assets=build_table_assets(tables, paths),
         jobs=[*ingest.values(), *from_kafka.values(), refresh, *maintenance.values(), sync_event_log_job],
@@ -71,6 +73,7 @@ def build_definitions(
             *[build_landing_sensor(s, readers, ingest[s]) for s, readers in landing_sources(tables).items()],
             *[build_kafka_sensor(s, readers, from_kafka[s]) for s, readers in kafka_subscriptions(tables).items()],
             automation_sensor(),
+            *([freshness] if freshness else []),
         ]
         if sensors
         else [],

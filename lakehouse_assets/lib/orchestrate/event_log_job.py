@@ -15,7 +15,9 @@ JOB_NAME = "sync_event_log"
 
 
 @dg.op(
-    name="move_pending_events", tags={"kind": "delta"}, description="Move the runs' pending events into _lakehouse_events."
+    name="move_pending_events",
+    tags={"kind": "delta"},
+    description="Move the runs' pending events into _lakehouse_events.",
 )
 def _sync(context: dg.OpExecutionContext, spark: LazyPySparkResource, lakehouse: LakehouseResource) -> dg.Output[None]:
     session, paths = spark.spark_session, lakehouse.paths

@@ -21,6 +21,7 @@ from lakehouse_assets.lib.declare.parsing import BLANK
 from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.engine.checks import reconcile
 from lakehouse_assets.lib.engine.checks.check_context import CheckContext
+from lakehouse_assets.lib.engine.freshness import caught_up
 from lakehouse_assets.lib.engine.intake import check as set_aside_check
 from lakehouse_assets.lib.engine.intake.bounds import LINE_MAX_OPTION, hadoop_line_bound
 from lakehouse_assets.lib.engine.intake.set_aside import REASON as SET_ASIDE_REASON
@@ -279,6 +280,11 @@ def _user_function(rule: rules.UserFunction, ctx: CheckContext) -> CheckOutcome:
     if not (isinstance(found, bool) or type(found).__name__ == "bool_"):  # numpy's bool too
         raise TypeError(f"a custom check returns a bool or a CheckOutcome, not {type(found).__name__}")
     return CheckOutcome(bool(found))
+
+
+@_evaluates(rules.CaughtUpWithLanding)
+def _caught_up(rule: rules.CaughtUpWithLanding, ctx: CheckContext) -> CheckOutcome:
+    return caught_up(ctx.paths, ctx.table, rule.max_behind_s)
 
 
 def _metadata_value(value: Any) -> Any:
