@@ -113,3 +113,43 @@ def test_apply_changes_where_keeps_only_the_changes_meeting_it(tmp_path: Path) -
     )
     tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"lakeflow.py": LAKEFLOW + "\n\n" + line}))}
     assert tables["s"].sink.finalize.flow.where == "amount > 0"  # type: ignore[attr-defined]
+
+
+PAYMENTS_VIEW = """
+@dlt.view
+def payments_raw():
+    return spark.readStream.format("json").schema("account STRING, balance DOUBLE, seq LONG, op STRING").load("payments")
+
+
+dlt.create_streaming_table("accounts_history")
+dlt.apply_changes(target="accounts_history", source="payments_raw", keys=["account"], sequence_by="seq",
+                  apply_as_deletes="op = 'DELETE'", except_column_list=["op"], stored_as_scd_type=2)
+"""
+
+
+def test_apply_changes_from_a_view_over_raw_files_keeps_the_changes_first(tmp_path: Path) -> None:
+    tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"lakeflow.py": LAKEFLOW + PAYMENTS_VIEW}))}
+    changes, history = tables["accounts_history_changes"], tables["accounts_history"]
+    assert isinstance(changes.sink, AppendSink) and changes.upstream_tables == []
+    assert changes.tags == {"sdp/dataset": "auto_cdc_changes"}
+    assert isinstance(history.sink, RecomputeSink) and history.upstream_tables == ["accounts_history_changes"]
+    assert history.streamed_tables == ["accounts_history_changes"]
+    assert "scd2_history_valid" in {c.name for c in history.checks}
+
+
+def test_apply_changes_from_a_view_over_auto_loader_reads_the_landing_folder(tmp_path: Path) -> None:
+    view = PAYMENTS_VIEW.replace(
+        'spark.readStream.format("json").schema("account STRING, balance DOUBLE, seq LONG, op STRING").load("payments")',
+        'spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")'
+        '.schema("account STRING, balance DOUBLE, seq LONG, op STRING").load("payments")',
+    )
+    tables = {t.name: t for t in pipeline_tables(project(tmp_path, {"lakeflow.py": LAKEFLOW + view}))}
+    (loaded,) = tables["accounts_history_changes"].inputs.values()
+    assert (loaded.kind, loaded.path, loaded.format) == ("landing", "payments", "json")
+    assert tables["accounts_history"].upstream_tables == ["accounts_history_changes"]
+
+
+def test_a_changes_table_name_already_taken_is_one_sentence(tmp_path: Path) -> None:
+    taken = PAYMENTS_VIEW + '\n\n@dlt.table\ndef accounts_history_changes():\n    return dlt.read_stream("orders")\n'
+    with pytest.raises(DeclarationError, match="named accounts_history_changes, which this pipeline already defines"):
+        pipeline_tables(project(tmp_path, {"lakeflow.py": LAKEFLOW + taken}))

@@ -1,6 +1,7 @@
-"""A Lakeflow pipeline (``import dlt``) runs here as written, over two rounds of files landed
-outside the data root (its code names where): every table equals what the test computes from the
-files itself."""
+"""A Lakeflow pipeline (``import dlt`` and a SQL file) runs here as written, over two rounds of
+files landed outside the data root (its code names where), the second round's first run killed
+inside the Auto CDC flow that reads a view over raw files: every table equals what the test
+computes from the files itself."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import dagster as dg
 import pytest
 
 from lakehouse_assets.lib import LakehousePaths, load_spark_pipeline
+from verification.crash import materialize_in_child
 
 SPEC = Path(__file__).parent / "lakeflow_pipeline" / "spark-pipeline.yml"
+LOCATION = "lakehouse_assets_tests.sdp.lakeflow_definitions"
 
 
 def land(landing: Path, source: str, name: str, rows: list[dict]) -> None:
@@ -25,7 +28,7 @@ def land(landing: Path, source: str, name: str, rows: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
-    root, landing, export = tmp_path / "root", tmp_path / "elsewhere", tmp_path / "warehouse" / "orders"
+    root, landing, export = tmp_path / "lakehouse", tmp_path / "elsewhere", tmp_path / "warehouse" / "orders"
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))
     monkeypatch.setenv("SHOP_LANDING", str(landing))
     monkeypatch.setenv("SHOP_EXPORT", str(export))
@@ -35,6 +38,10 @@ def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch:
         ([("o4", "c2", 7.25), ("o5", "c3", 0.0)],
          [("c1", "gold", "2026-11-02T00:00:00")]),
     ]  # fmt: skip
+    payments = [
+        [("a1", 10.0, 1, "UPSERT"), ("a2", 5.0, 1, "UPSERT"), ("a1", 12.5, 2, "UPSERT")],
+        [("a2", 0.0, 3, "DELETE"), ("a3", 1.0, 1, "UPSERT"), ("a1", 7.0, 4, "UPSERT")],
+    ]
     defs = load_spark_pipeline(SPEC, paths=LakehousePaths(str(root)))
     instance = dg.DagsterInstance.ephemeral()
     # The old shop's orders, appended once by a backfill flow; a file landing there later is not read.
@@ -42,13 +49,26 @@ def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch:
     land(landing, "history", "old.json", [{"order_id": o, "customer_id": c, "amount": a} for o, c, a in history])
     orders: list[tuple[str, str, float]] = list(history)
     changes: list[tuple[str, str, str]] = []
+    paid: list[tuple[str, float, int, str]] = []
     for i, (new_orders, new_changes) in enumerate(rounds):
+        land(
+            landing,
+            "payments",
+            f"{i}.json",
+            [dict(zip(("account", "balance", "seq", "op"), p, strict=True)) for p in payments[i]],
+        )
+        paid += payments[i]
         land(landing, "orders", f"{i}.json", [{"order_id": o, "customer_id": c, "amount": a} for o, c, a in new_orders])
         land(landing, "crm", f"{i}.json", [{"customer_id": c, "tier": t, "ts": ts} for c, t, ts in new_changes])
         orders += new_orders
         changes += new_changes
         if i == 1:
             land(landing, "history", "late.json", [{"order_id": "h3", "customer_id": "c1", "amount": 9.0}])
+        if i == 1:  # killed after the history's MERGE committed, before its checkpoint did
+            killed = materialize_in_child(
+                tmp_path, "*", fault="accounts_history:after_table_write", location=("-m", LOCATION)
+            )
+            assert killed.killed, killed.output[-3000:]
         result = dg.materialize(list(defs.assets or []), resources=defs.resources, instance=instance, selection="*")
         assert result.success
         assert not (root / "landing").exists()  # nothing landed under the root; every table is there
@@ -71,3 +91,24 @@ def test_a_lakeflow_pipeline_runs_as_written(tmp_path: Path, spark, monkeypatch:
         current = {r.customer_id: r.tier for r in table("customers").where("is_current").collect()}
         assert current == latest
         assert table("customers").count() == len(changes)  # one version per change: SCD type 2
+
+        # Auto CDC from the view over raw payment files, through the changes table it keeps.
+        assert sorted(tuple(r) for r in table("accounts_history_changes").select("account", "seq").collect()) == sorted(
+            (a, q) for a, _, q, _ in paid
+        )
+        last = {a: (b, op) for a, b, _, op in sorted(paid, key=lambda p: p[2])}
+        history = table("accounts_history")
+        assert {r.account: r.balance for r in history.where("is_current").collect()} == {
+            a: b for a, (b, op) in last.items() if op != "DELETE"
+        }
+        assert history.count() == sum(op != "DELETE" for *_, op in paid)  # a version per upsert
+        assert "op" not in history.columns
+        # The SQL file: AUTO CDC INTO (SCD 1) and APPLY CHANGES INTO (SCD 2, history of tier only).
+        assert {r.customer_id: r.tier for r in table("tier_latest").collect()} == latest
+        tiers = defaultdict(list)
+        for c, t, _ in sorted(changes, key=lambda x: x[2]):
+            if not tiers[c] or tiers[c][-1] != t:
+                tiers[c].append(t)
+        stored = table("tier_history")
+        assert stored.count() == sum(len(v) for v in tiers.values()) and "ts" not in stored.columns
+        assert {r.customer_id: r.tier for r in stored.where("is_current").collect()} == latest

@@ -35,10 +35,11 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import expectations_of
 from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
+from lakehouse_assets.lib.sdp.cdc_changes import cdc_over_files
 from lakehouse_assets.lib.sdp.declared_schema import DeclaredSchema
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
 from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, declared_sink, is_once
-from lakehouse_assets.lib.sdp.graph import CdcFlow, where
+from lakehouse_assets.lib.sdp.graph import CdcFlow, defined_at, where
 from lakehouse_assets.lib.sdp.lakeflow import LAKEFLOW_TABLE
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
 from lakehouse_assets.lib.sdp.plan_reading import row_wise_source
@@ -51,6 +52,7 @@ class Converter:
         self.graph = loaded.graph
         self.planned = planned
         self.group = re.sub(r"[^A-Za-z0-9_]", "_", loaded.spec.name)
+        self.changes_tables: list[TableSpec] = []  # what Auto CDC flows over raw files keep first
 
     def inputs_of(self, planned: Planned, visiting: tuple[str, ...] = ()) -> FlowInputs:
         place = where(planned.flow.source_code_location)
@@ -89,7 +91,7 @@ class Converter:
         return found
 
     def query(self, flow: Flow, inputs: FlowInputs) -> PipelineQuery:
-        return PipelineQuery(str(self.loaded.spec_path), flow.target, flow.name, tuple(inputs.views), _at(flow))
+        return PipelineQuery(str(self.loaded.spec_path), flow.target, flow.name, tuple(inputs.views), defined_at(flow))
 
     def table(
         self,
@@ -188,7 +190,7 @@ class Converter:
                 f"{place}: the snapshot flow into {output.name} reads a stream; a snapshot is spark.read"
             )
         sink = snapshot_cdc(keys=list(flow.keys), scd_type=flow.stored_as_scd_type, always=bool(found.files))
-        transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, _at(flow))
+        transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, defined_at(flow))
         keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
         return self.table(output, sink, found.declared(), [], transform=transform, key_checks=[keyed])
 
@@ -202,6 +204,10 @@ class Converter:
             view = self.planned[(flow.source, flow.source)]
             found = self.inputs_of(view, (flow.source,))
             views = (*found.views, flow.source)
+            if found.files or found.auto_loader:
+                changes, target = cdc_over_files(self, output, flow, found, views)
+                self.changes_tables.append(changes)
+                return target
             # The sink re-reads the table under the view by the first key: the view must keep it.
             if row_wise_source(view.plan, flow.keys[:1]) not in found.tables or len(found.tables) != 1:
                 raise DeclarationError(
@@ -218,7 +224,7 @@ class Converter:
             raise DeclarationError(
                 f"{place}: the Auto CDC flow into {output.name} reads its changes from one dataset as a stream"
             )
-        transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, _at(flow))
+        transform = PipelineQuery(str(self.loaded.spec_path), flow.source, None, views, defined_at(flow))
         sink: RecomputeSink = cdc_sink(flow)
         keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
         return self.table(output, sink, found.declared(), [], transform=transform, key_checks=[keyed])
@@ -282,14 +288,10 @@ class Converter:
                 tables.append(self.materialized_view(output))
             elif isinstance(output, SdpStreamingTable):
                 tables.append(self.streaming_table(output))
+        tables += self.changes_tables
         refuse_cycles(tables)
         refuse_shared_cleaning(tables)
         return tables
-
-
-def _at(element: object) -> tuple[str, int]:
-    location = element.source_code_location  # type: ignore[attr-defined]
-    return location.filename, location.line_number or 1
 
 
 def pipeline_tables(spec_path: Path) -> list[TableSpec]:

@@ -23,6 +23,12 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from lakehouse_assets.lib.errors import DeclarationError
 
 
+def defined_at(element: object) -> tuple[str, int]:
+    """(file, line) where a flow or dataset was defined: a transform's code reference."""
+    location = element.source_code_location  # type: ignore[attr-defined]
+    return location.filename, location.line_number or 1
+
+
 def where(location: SourceCodeLocation | None) -> str:
     """``file:line`` of a definition, for messages."""
     if location is None:

@@ -1,5 +1,5 @@
 """A Databricks Lakeflow pipeline as written there: ``import dlt``, expectations, a backfill
-(``once=True``), a Delta sink, a view, ``apply_changes`` into SCD type 2, and a ``@dlt.table`` over a
+(``once=True``), a Delta sink, a view, ``apply_changes`` into SCD type 2 (from a table, and from a view over raw files), and a ``@dlt.table`` over a
 batch query (a materialized view)."""
 
 import dlt
@@ -59,3 +59,26 @@ dlt.apply_changes(
 @dlt.table(comment="Revenue per customer.")
 def revenue():
     return dlt.read("orders").groupBy("customer_id").agg(F.round(F.sum("amount"), 2).alias("revenue"))
+
+
+# Auto CDC straight from a view over raw files, as Lakeflow writes it: each account's balances
+# over time; a DELETE closes the account.
+@dlt.view
+def payments_raw():
+    return (
+        spark.readStream.format("json")  # noqa: F821
+        .schema("account STRING, balance DOUBLE, seq LONG, op STRING")
+        .load(f"{LANDING}/payments")
+    )
+
+
+dlt.create_streaming_table("accounts_history")
+dlt.apply_changes(
+    target="accounts_history",
+    source="payments_raw",
+    keys=["account"],
+    sequence_by="seq",
+    apply_as_deletes="op = 'DELETE'",
+    except_column_list=["op"],
+    stored_as_scd_type=2,
+)
