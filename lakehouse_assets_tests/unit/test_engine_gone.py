@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lakehouse_assets.lib.errors import EngineUnavailable
-from lakehouse_assets.lib.orchestrate import execution
+from lakehouse_assets.lib.orchestrate import retries
 from lakehouse_assets.lib.spark.session import EngineWatch
 
 pytestmark = pytest.mark.unit
@@ -41,35 +41,35 @@ def test_after_one_table_gave_up_the_next_tries_once_until_the_engine_answers() 
     warnings: list[str] = []
     gone, calls = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match=r"orders: the Spark engine .* gave up after 3 tries"):
-        execution.retrying("orders", gone, None, warnings.append, watch=watch)  # type: ignore[arg-type]
+        retries.retrying("orders", gone, None, warnings.append, watch=watch)  # type: ignore[arg-type]
     assert len(calls) == 3 and len(warnings) == 2
 
     gone_again, calls = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match=r"customers: .*not tried again"):
-        execution.retrying("customers", gone_again, None, warnings.append, watch=watch)  # type: ignore[arg-type]
+        retries.retrying("customers", gone_again, None, warnings.append, watch=watch)  # type: ignore[arg-type]
     assert len(calls) == 1
 
-    assert execution.retrying("clicks", _attempts([7])[0], None, warnings.append, watch=watch) == (None, 7)  # type: ignore[arg-type]
+    assert retries.retrying("clicks", _attempts([7])[0], None, warnings.append, watch=watch) == (None, 7)  # type: ignore[arg-type]
     back_then_gone, calls = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match="gave up after 3 tries"):
-        execution.retrying("orders", back_then_gone, None, warnings.append, watch=watch)  # type: ignore[arg-type]
+        retries.retrying("orders", back_then_gone, None, warnings.append, watch=watch)  # type: ignore[arg-type]
     assert len(calls) == 3
 
 
 def test_a_busy_machine_is_not_giving_up_on_the_engine() -> None:
     reset, calls = _attempts([RuntimeError("Connection reset by peer")])
     with pytest.raises(EngineUnavailable, match="reset; gave up after 3 tries"):
-        execution.retrying("orders", reset, None, lambda _: None)  # type: ignore[arg-type]
+        retries.retrying("orders", reset, None, lambda _: None)  # type: ignore[arg-type]
     recovers, calls = _attempts([RuntimeError(GONE), 5])
-    assert execution.retrying("customers", recovers, None, lambda _: None) == (None, 5)  # type: ignore[arg-type]
+    assert retries.retrying("customers", recovers, None, lambda _: None) == (None, 5)  # type: ignore[arg-type]
     assert len(calls) == 2
 
 
 def test_another_run_remembers_nothing_of_this_ones_engine() -> None:
     gone, _ = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match="gave up after 3 tries"):
-        execution.retrying("orders", gone, None, lambda _: None, watch=EngineWatch())  # type: ignore[arg-type]
+        retries.retrying("orders", gone, None, lambda _: None, watch=EngineWatch())  # type: ignore[arg-type]
     gone_again, calls = _attempts([RuntimeError(GONE)])
     with pytest.raises(EngineUnavailable, match="gave up after 3 tries"):
-        execution.retrying("orders", gone_again, None, lambda _: None, watch=EngineWatch())  # type: ignore[arg-type]
+        retries.retrying("orders", gone_again, None, lambda _: None, watch=EngineWatch())  # type: ignore[arg-type]
     assert len(calls) == 3

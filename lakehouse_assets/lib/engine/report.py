@@ -89,6 +89,8 @@ class RunReport:
     full_refresh: bool = False
     # How a recompute or overwrite table was brought up to date ("incremental", "full").
     refresh: str | None = None
+    # Why a flow's query did not start (nothing new in its input), one sentence each.
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def rows_dropped(self) -> int:
@@ -116,11 +118,15 @@ class RunReport:
         ]
         parts = [f"{self.rows_written} written", f"{self.rows_quarantined} quarantined"]
         parts.append(f"{self.rows_dropped} dropped" + (f" ({', '.join(kinds)})" if kinds else ""))
-        if self.rows_reduced:
-            parts.append(f"{self.rows_reduced} reduced by the function (filtered, aggregated or in state)")
         line = f"{self.table}: {self.rows_read} rows read = {' + '.join(parts)}"
+        if self.rows_reduced > 0:
+            line += f" + {self.rows_reduced} reduced by the function (filtered, aggregated or in state)"
+        elif self.rows_reduced < 0:  # more rows out than in: an SCD2 change closes a version and opens one
+            line += f" - {-self.rows_reduced} more made by the function (e.g. versions a change closes and opens)"
         if self.state_rows or self.watermark:
             line += f"; state holds {self.state_rows} rows, watermark {self.watermark or 'not set yet'}"
         if self.files_set_aside:
             line += f"; {len(self.files_set_aside)} landed file(s) set aside"
+        if self.skipped:
+            line += f"; {'; '.join(self.skipped)}"
         return f"{line}; {self.batches} micro-batch{'' if self.batches == 1 else 'es'}, {self.duration_s}s"

@@ -165,6 +165,7 @@ def _run_flow(
     if idle:
         # Starting the query would only read the checkpoint and find nothing new.
         log(f"{name}: nothing new in {idle} since the last run; query not started")
+        report.skipped.append(f"nothing new in {idle} since the last run, query not started")
         return
     for param, source in inputs_of_kind(flow.inputs, LandingInput).items():
         if source.infers_schema:

@@ -14,7 +14,7 @@ from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.errors import engine_lost, engine_refused
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, RootUnusable
-from lakehouse_assets.lib.orchestrate.execution import Materialized, TableRequest, table_events
+from lakehouse_assets.lib.orchestrate.execution import NOTHING_NEW, Materialized, TableRequest, table_events
 from lakehouse_assets.lib.orchestrate.lookups import lookup_feeds, stale_lookups
 from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
@@ -46,14 +46,17 @@ def _code_reference(table: TableSpec) -> dg.CodeReferencesMetadataValue:
 
 
 def _specs(table: TableSpec, paths: LakehousePaths) -> list[dg.AssetSpec]:
-    def spec(key: str, description: str | None, metadata: dict[str, Any]) -> dg.AssetSpec:
+    def spec(
+        key: str, description: str | None, metadata: dict[str, Any], quarantine_of: str | None = None
+    ) -> dg.AssetSpec:
         return dg.AssetSpec(
             key=key,
             description=description,
             metadata=metadata,
             group_name=table.group,
-            deps=[dg.AssetKey(t) for t in table.upstream_tables],
-            kinds={"spark", table.sink.storage},
+            # A quarantine table hangs off the table it serves in the lineage, marked as such.
+            deps=[dg.AssetKey(quarantine_of)] if quarantine_of else [dg.AssetKey(t) for t in table.upstream_tables],
+            kinds={"quarantine", "delta"} if quarantine_of else {"spark", table.sink.storage},
             owners=table.owners,
             tags=table.tags,
             freshness_policy=(dg.FreshnessPolicy.time_window(fail_window=table.freshness) if table.freshness else None),
@@ -77,7 +80,12 @@ def _specs(table: TableSpec, paths: LakehousePaths) -> list[dg.AssetSpec]:
             spec(
                 table.quarantine.table,
                 f"Rows of {table.name} that failed its expectations, with the names they failed.",
-                {"dagster/uri": paths.table(table.quarantine.table), "dagster/table_name": table.quarantine.table},
+                {
+                    "dagster/uri": paths.table(table.quarantine.table),
+                    "dagster/table_name": table.quarantine.table,
+                    "quarantine_of": table.name,
+                },
+                quarantine_of=table.name,
             )
         )
     return specs
@@ -112,11 +120,12 @@ def _previous_metadata(instance: dg.DagsterInstance, table: TableSpec) -> dict[s
 def _previous_checks(
     instance: dg.DagsterInstance, table: TableSpec, selected: frozenset[str]
 ) -> dict[str, dict[str, Any]]:
-    """The last completed evaluation of each selected full-table check (its metadata says which
-    table versions it saw, so an unchanged pair need not be scanned again)."""
+    """The last completed evaluation of each selected check: a full-table check's metadata says
+    which table versions it saw, so an unchanged pair need not be scanned again; a check of the
+    changed rows keeps its outcome after a run that changed nothing."""
     previous: dict[str, dict[str, Any]] = {}
     for check in table.all_checks:
-        if check.scope != "full table" or check.name not in selected:
+        if check.name not in selected:
             continue
         key = dg.AssetCheckKey(dg.AssetKey(_checked_asset(table, check)), check.name)
         # The newest record may be this run's own planned evaluation: take the newest completed one.
@@ -136,6 +145,7 @@ def _check_result(table: TableSpec, check: TableCheck, outcome: CheckOutcome) ->
         passed=outcome.passed,
         severity=severity,
         metadata={"scope": check.scope, **outcome.metadata},
+        description="Nothing new to check: the run changed no row." if NOTHING_NEW in outcome.metadata else None,
     )
 
 

@@ -21,22 +21,22 @@ from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.checks.check_context import CheckContext
 from lakehouse_assets.lib.engine.checks.check_rules import evaluate
-from lakehouse_assets.lib.engine.errors import engine_lost, transient_cause
+from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.engine.state import delta_log, event_log
 from lakehouse_assets.lib.engine.state.catalog import register_table
 from lakehouse_assets.lib.engine.state.run_events import table_run_events
-from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, first_line
+from lakehouse_assets.lib.errors import LakehouseError, first_line
 from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
+from lakehouse_assets.lib.orchestrate.retries import retrying
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
 from lakehouse_assets.lib.spark.session import EngineWatch
 
 CHECK_THREADS = 4
-# After a table of this process gave up on an unreachable engine, the run's next tables within
-# this many seconds try once: the engine was already waited for, through every back-off.
-GAVE_UP_WINDOW_S = 120.0
+# The metadata key of a check outcome that found nothing new to check.
+NOTHING_NEW = "nothing_new_to_check"
 
 
 @dataclass(frozen=True)
@@ -162,61 +162,6 @@ def _name_new_tables(
             warn(f"{name}: not registered in the catalog: {first_line(error)[:300]}")
 
 
-def retrying(
-    what: str,
-    attempt: Callable[[SparkSession], Any],
-    session: SparkSession,
-    warn: Callable[[str], None],
-    renew: Callable[[], SparkSession] | None = None,
-    again: str = "the table",
-    watch: EngineWatch | None = None,
-) -> tuple[SparkSession, Any]:
-    """``attempt(session)``, tried again with back-off while the engine has a passing fault
-    (``LAKEHOUSE_TRANSIENT_TRIES``, ``LAKEHOUSE_TRANSIENT_BACKOFF_SECONDS``); the session it
-    succeeded on, and its result. Safe for a table's run (every micro-batch write is idempotent,
-    so a batch the failed try committed is not written twice) and for checks (they only read).
-
-    An engine that another table of this process gave up on less than :data:`GAVE_UP_WINDOW_S`
-    ago is tried once, so a run whose engine is gone for good fails in one wait, not in one per
-    independent table.
-
-    :param what: the table, for the messages.
-    :param again: what is tried again, for the messages.
-    :param renew: a new session for the next try (a restarted engine forgot the old one).
-    :param watch: when the run's process last gave up on its engine (the Spark resource's; None:
-        nothing remembered).
-    :raises EngineUnavailable: the fault outlasted the last try (one sentence; the cause chained).
-    """
-    watch = watch or EngineWatch()
-    settings = current()
-    tries = max(1, settings.transient_tries)
-    given_up = watch.gave_up_at is not None and time.monotonic() - watch.gave_up_at < GAVE_UP_WINDOW_S
-    for number in range(1, tries + 1):
-        try:
-            result = attempt(session)
-            watch.gave_up_at = None
-            return session, result
-        except Exception as error:
-            cause = transient_cause(error, settings.spark_remote)
-            if cause is None:
-                raise
-            lost = engine_lost(error, settings.spark_remote) is not None
-            if lost and given_up:
-                raise EngineUnavailable(
-                    f"{what}: {cause}; not tried again (another table of this run had just given up on it)"
-                ) from error
-            if number == tries:
-                if lost:
-                    watch.gave_up_at = time.monotonic()
-                raise EngineUnavailable(f"{what}: {cause}; gave up after {tries} tries") from error
-            delay = settings.transient_backoff_s * 2 ** (number - 1)
-            warn(f"{what}: {cause}; trying {again} again in {delay:.0f}s (try {number + 1} of {tries})")
-            time.sleep(delay)
-            if renew is not None:
-                session = renew()
-    raise AssertionError("unreachable")
-
-
 def table_events(
     session: SparkSession,
     paths: LakehousePaths,
@@ -273,12 +218,25 @@ def table_events(
             timings.span("checks", table.name),
             ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix=f"check-{table.name}") as pool,
         ):
-            return list(pool.map(lambda c: evaluate_check(c, context), checks))
+            return list(pool.map(lambda c: evaluate_check(c, context), judged))
 
-    _, outcomes = retrying(table.name, evaluate_all, session, warn, renew, again="its checks", watch=watch)
-    evaluated = [Checked(check.name, outcome) for check, outcome in zip(checks, outcomes, strict=True)]
+    # A run that read nothing changed no row: a check of the changed rows has nothing to look at.
+    idle = {c.name for c in checks if c.scope == "changes" and report.changed_nothing}
+    judged = [c for c in checks if c.name not in idle]
+
+    _, found = retrying(table.name, evaluate_all, session, warn, renew, again="its checks", watch=watch)
+    outcomes = dict(zip([c.name for c in judged], found, strict=True))
+    evaluated = [Checked(c.name, outcomes.get(c.name) or nothing_new(carried.get(c.name))) for c in checks]
     _record_events(paths, table, request, report, materialized, evaluated, None)
     yield from evaluated
+
+
+def nothing_new(last: CheckOutcome | None) -> CheckOutcome:
+    """The outcome of a check of the changed rows after a run that changed none: the last
+    evaluation stands (passed when there is none), with no figures of its own."""
+    return CheckOutcome(
+        last.passed if last else True, {NOTHING_NEW: "the run read nothing; the last evaluation stands"}
+    )
 
 
 def _record_events(
