@@ -104,6 +104,18 @@ def test_runs_through_the_engine_equal_the_landed_answers(tmp_path: Path, spark,
                                env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
         assert query.returncode == 0, query.stderr[-2000:]
         assert re.search(rf"│\s*{lh.table(name).count()}\s*│", query.stdout), query.stdout
+    # The event log through the engine (the command syncs the runs' events first), then through
+    # this process's embedded session: the same rows, adding up to the tables the runs wrote.
+    events = "SELECT table_name, sum(rows_written) AS w, count(*) AS n FROM _lakehouse_events WHERE event_type = 'run' GROUP BY 1"
+    query = subprocess.run([sys.executable, "-m", "lakehouse_assets.sql", events],
+                           env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert query.returncode == 0, query.stderr[-2000:]
+    embedded = {r["table_name"]: (r["w"], r["n"]) for r in spark.sql(events.replace(
+        "_lakehouse_events", f"delta.`{lh.paths.table('_lakehouse_events')}`")).collect()}  # fmt: skip
+    assert embedded["bronze_events"] == (lh.table("bronze_events").count(), 2), embedded  # two runs, appends
+    assert embedded["bronze_customers"][1] == 1, embedded
+    for table, (written, runs) in embedded.items():
+        assert re.search(rf"│\s*{table}\s*│\s*{written}\s*│\s*{runs}\s*│", query.stdout), query.stdout
     missing = subprocess.run([sys.executable, "-m", "lakehouse_assets.sql", "SELECT * FROM no_such_table"],
                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert missing.returncode == 1 and "Traceback" not in missing.stderr, missing.stderr[-2000:]

@@ -1,6 +1,8 @@
 """The Dagster UI in headless Chromium (``support/browser.py``): every group and asset is shown,
-*Materialize all* started from the UI succeeds on generated data, and screenshots of a lineage
-and an asset page are saved to ``docs/img/``."""
+*Materialize all* started from the UI succeeds on generated data, screenshots of a lineage
+and an asset page are saved to ``docs/img/``, and after a second run with nothing new the UI
+tells the truth: checks with nothing to check, a sink that sent nothing, quarantine tables
+marked and linked, gold's freshness check."""
 
 from __future__ import annotations
 
@@ -22,8 +24,6 @@ MATERIALIZE = "bronze_events"
 
 
 def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
-    from selenium.webdriver.common.by import By
-
     groups = sorted({t.group for t in TABLES})
     assets_by_group: dict[str, set[str]] = {}
     for table in TABLES:
@@ -64,30 +64,7 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
 
         # materialize everything from the global lineage's button and watch the run succeed
         browser.get(f"{dev.url}/asset-groups")
-
-        def click_materialize_all() -> bool:  # looked up afresh: the page re-renders as data arrives
-            browser.find_element(By.XPATH, "//button[normalize-space()='Materialize all']").click()
-            return True
-
-        wait_until(click_materialize_all, 120, "the Materialize all button")
-        toast = wait_until(lambda: "Launched run" in body_text(browser) and body_text(browser), 60, "the launch toast")
-        run_id_prefix = toast.split("Launched run", 1)[1].split()[0]
-        run = wait_until(lambda: next((r for r in dev.runs() if r["runId"].startswith(run_id_prefix)), None), 60, "run")
-        browser.get(f"{dev.url}/runs/{run['runId']}")
-        status = wait_until(
-            lambda: (
-                next(r["status"] for r in dev.runs() if r["runId"] == run["runId"])
-                in ("SUCCESS", "FAILURE", "CANCELED")
-                and next(r["status"] for r in dev.runs() if r["runId"] == run["runId"])
-            ),
-            900,
-            "the run to finish",
-            5,
-        )
-        assert status == "SUCCESS", dev.runs()
-        # ... and the run's page in the UI says so
-        browser.refresh()
-        wait_until(lambda: "Success" in body_text(browser), 120, "the run page's Success")
+        materialize_all_from_the_ui(browser, dev)
 
         # the screenshots, on a 1600x1000 screen: a gold table's upstream lineage (full names,
         # statuses, checks) and an asset's page (figures, column descriptions)
@@ -105,3 +82,45 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
         wait_until(lambda: "Row count" in body_text(browser) and described in body_text(browser), 120, "the asset page")
         time.sleep(2)
         assert browser.save_screenshot(str(SCREENSHOTS / "asset-page.png"))
+
+        # What an operator sees after a run with nothing new, from the UI again: a check of the
+        # changed rows says there was nothing to check (no 0-row "Passed"), the Kafka sink with
+        # no broker says it sent nothing, a quarantine table is marked as one and hangs off its
+        # table, and gold says whether it holds what landed.
+        browser.set_window_size(1280, 900)
+        browser.get(f"{dev.url}/asset-groups")
+        materialize_all_from_the_ui(browser, dev)
+        browser.get(f"{dev.url}/assets/bronze_events?view=checks")
+        wait_until(lambda: "Nothing new to check" in body_text(browser), 120, "a check with nothing new")
+        browser.get(f"{dev.url}/assets/gold_hourly_revenue_changes")
+        wait_until(lambda: "no broker is configured" in body_text(browser), 120, "the sink's warning")
+        browser.get(f"{dev.url}/assets/bronze_events_quarantine")
+        wait_until(lambda: "quarantine_of" in body_text(browser) and "Quarantine" in body_text(browser), 120, "kind")
+        browser.get(f"{dev.url}/assets/bronze_events_quarantine?view=lineage&lineageScope=upstream&lineageDepth=1")
+        wait_until(lambda: "bronze_events" in shown_names(browser), 120, "the quarantine's edge to its table")
+        browser.get(f"{dev.url}/assets/gold_hourly_revenue?view=checks")
+        wait_until(lambda: "caught_up_with_landing" in body_text(browser), 120, "gold's freshness check")
+
+
+def materialize_all_from_the_ui(browser, dev: DagsterDev) -> None:
+    """Click *Materialize all* on the page shown, and wait for the run to succeed, there and in
+    the run's page."""
+    from selenium.webdriver.common.by import By
+
+    def click_materialize_all() -> bool:  # looked up afresh: the page re-renders as data arrives
+        browser.find_element(By.XPATH, "//button[normalize-space()='Materialize all']").click()
+        return True
+
+    wait_until(click_materialize_all, 120, "the Materialize all button")
+    toast = wait_until(lambda: "Launched run" in body_text(browser) and body_text(browser), 60, "the launch toast")
+    run_id_prefix = toast.split("Launched run", 1)[1].split()[0]
+    run = wait_until(lambda: next((r for r in dev.runs() if r["runId"].startswith(run_id_prefix)), None), 60, "run")
+    browser.get(f"{dev.url}/runs/{run['runId']}")
+
+    def ended() -> str | None:
+        status = next(r["status"] for r in dev.runs() if r["runId"] == run["runId"])
+        return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
+
+    assert wait_until(ended, 900, "the run to finish", 5) == "SUCCESS", dev.runs()
+    browser.refresh()  # ... and the run's page in the UI says so
+    wait_until(lambda: "Success" in body_text(browser), 120, "the run page's Success")

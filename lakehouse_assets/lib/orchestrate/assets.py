@@ -120,9 +120,9 @@ def _previous_metadata(instance: dg.DagsterInstance, table: TableSpec) -> dict[s
 def _previous_checks(
     instance: dg.DagsterInstance, table: TableSpec, selected: frozenset[str]
 ) -> dict[str, dict[str, Any]]:
-    """The last completed evaluation of each selected check: a full-table check's metadata says
-    which table versions it saw, so an unchanged pair need not be scanned again; a check of the
-    changed rows keeps its outcome after a run that changed nothing."""
+    """The last completed evaluation of each check in ``selected``: a full-table check's metadata
+    says which table versions it saw, so an unchanged pair need not be scanned again; a check of
+    the changed rows keeps its outcome after a run that changed nothing."""
     previous: dict[str, dict[str, Any]] = {}
     for check in table.all_checks:
         if check.name not in selected:
@@ -174,6 +174,7 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
         lakehouse: LakehouseResource,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         checks = frozenset(key.name for key in context.selected_asset_check_keys)
+        full_table = frozenset(c.name for c in table.all_checks if c.scope == "full table" and c.name in checks)
         fresh = config.full_refresh
         request = TableRequest(
             table=table.name,
@@ -181,7 +182,8 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
             checks=checks,
             full_refresh=fresh,
             previous={} if fresh else _previous_metadata(context.instance, table),
-            previous_checks={} if fresh else _previous_checks(context.instance, table, checks),
+            previous_checks={} if fresh else _previous_checks(context.instance, table, full_table),
+            earlier_checks=lambda names: _previous_checks(context.instance, table, names),
             writer=f"run {context.run.run_id}",
             run_id=context.run.run_id,
         )

@@ -66,6 +66,9 @@ class TableRequest:
     previous: dict[str, dict[str, Any]] | None = None
     # The last completed evaluation of each full-table check: {name: {"passed", "metadata"}}.
     previous_checks: dict[str, dict[str, Any]] | None = None
+    # The last completed evaluations of the checks named, looked up only when needed (a check of
+    # the changed rows after a run that changed nothing keeps its last outcome).
+    earlier_checks: Callable[[frozenset[str]], dict[str, dict[str, Any]]] | None = None
     # Who writes (``run <id>``), named to another writer that has to wait for this one.
     writer: str = ""
     # The run, for the event log (empty: not a Dagster run).
@@ -223,6 +226,9 @@ def table_events(
     # A run that read nothing changed no row: a check of the changed rows has nothing to look at.
     idle = {c.name for c in checks if c.scope == "changes" and report.changed_nothing}
     judged = [c for c in checks if c.name not in idle]
+    if idle - carried.keys() and request.earlier_checks is not None:
+        for name, c in request.earlier_checks(frozenset(idle - carried.keys())).items():
+            carried[name] = CheckOutcome(bool(c["passed"]), dict(c["metadata"]))
 
     _, found = retrying(table.name, evaluate_all, session, warn, renew, again="its checks", watch=watch)
     outcomes = dict(zip([c.name for c in judged], found, strict=True))
