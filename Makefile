@@ -169,6 +169,8 @@ kafka: setup
 # POSTGRES=1 starts a throwaway PostgreSQL (make postgres) and keeps the instance there
 # (DAGSTER_HOME=data/dagster-postgres, over any DAGSTER_HOME given): runs, event logs and
 # sensor cursors go when make dev stops; the tables under data/ stay.
+# dagster dev starts in DAGSTER_HOME: started here, it would warn that this repository's
+# dagster.yaml is not the instance's (the instance has its own copy of it, target instance).
 dev: setup
 	@export SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1}; pids=""; \
 	trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null' EXIT; \
@@ -213,7 +215,8 @@ dev: setup
 	  done; \
 	  export SPARK_REMOTE=sc://127.0.0.1:$$port; \
 	fi; \
-	$(BIN)/dagster dev --log-level $${DAGSTER_LOG_LEVEL:-warning} -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w workspace.yaml
+	cd "$$DAGSTER_HOME" && $(CURDIR)/$(BIN)/dagster dev --log-level $${DAGSTER_LOG_LEVEL:-warning} \
+	  -h 127.0.0.1 -p $${DAGSTER_PORT:-3000} -w $(CURDIR)/workspace.yaml
 
 # The whole local scale-out stack: a Spark standalone cluster, the engine on it, an S3-compatible
 # server whose bucket is the data root, PostgreSQL for Dagster, and the UI (docs/scale-out.md).
