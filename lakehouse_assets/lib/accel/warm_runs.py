@@ -50,7 +50,9 @@ from lakehouse_assets.lib.orchestrate.dagster_internals import (
 )
 from lakehouse_assets.lib.settings import current
 
-PID_TAG = "lakehouse/run_process"
+# Dagster's UI hides tags under ".dagster/" (its HIDDEN_TAG_PREFIX): the run's process is the
+# launcher's business, not a tag to pin in the Runs list.
+PID_TAG = ".dagster/lakehouse_run_process"
 # The warm process's imports, once; a busy machine may take this long.
 READY_TIMEOUT_S = 120.0
 # A fork once it is ready: milliseconds. No answer in this time is a broken warm process.
