@@ -28,7 +28,7 @@ from lakehouse_assets.lib.engine.state import delta_log, event_log
 from lakehouse_assets.lib.engine.state.catalog import register_table
 from lakehouse_assets.lib.engine.state.run_events import table_run_events
 from lakehouse_assets.lib.errors import LakehouseError, first_line
-from lakehouse_assets.lib.orchestrate.metadata import quarantine_run_metadata, run_metadata, table_metadata
+from lakehouse_assets.lib.orchestrate.metadata import last_change, quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.orchestrate.retries import retrying
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
@@ -136,7 +136,8 @@ def _materializations(
             own = table_metadata(
                 session, paths.table(table.name), previous.get(table.name), report.written.get(table.name)
             )
-        materialized.append(Materialized(table.name, {**run_metadata(report), **own}))
+        kept = last_change(previous.get(table.name)) if report.changed_nothing else {}
+        materialized.append(Materialized(table.name, {**run_metadata(report), **kept, **own}))
     if table.quarantine and table.quarantine.table in request.assets:
         name = table.quarantine.table
         with timings.span("metadata", table.name):

@@ -91,6 +91,21 @@ def table_metadata(
     }
 
 
+# The figures of a run that changed something, kept under ``last_change/`` by the runs after it
+# that changed nothing: the asset's overview still shows what the table last took in.
+RUN_FIGURES = ("rows_read", "rows_written", "rows_quarantined", "rows_dropped", "micro_batches", "duration_s")
+LAST_CHANGE = "last_change/"
+
+
+def last_change(previous: dict[str, Any] | None) -> dict[str, Any]:
+    """What the last run that changed the table recorded, from the metadata of the last
+    materialization (itself such a run, or one that carried them on)."""
+    previous = previous or {}
+    if "rows_read" in previous:
+        return {f"{LAST_CHANGE}{k}": previous[k] for k in RUN_FIGURES if k in previous}
+    return {k: v for k, v in previous.items() if k.startswith(LAST_CHANGE)}
+
+
 def quarantine_run_metadata(report: RunReport) -> dict[str, Any]:
     """The run's figure for its quarantine table (no figure when it read nothing, as in
     :func:`run_metadata`)."""
