@@ -92,6 +92,8 @@ def test_ui_shows_the_graph_and_materializes(tmp_path: Path, browser) -> None:
         materialize_all_from_the_ui(browser, dev)
         browser.get(f"{dev.url}/assets/bronze_events?view=checks")
         wait_until(lambda: "Nothing new to check" in body_text(browser), 120, "a check with nothing new")
+        browser.get(f"{dev.url}/assets/silver_events")
+        wait_until(lambda: "last_change/rows_written" in body_text(browser), 120, "the last change's figures")
         browser.get(f"{dev.url}/assets/gold_hourly_revenue_changes")
         wait_until(lambda: "no broker is configured" in body_text(browser), 120, "the sink's warning")
         browser.get(f"{dev.url}/assets/bronze_events_quarantine")
