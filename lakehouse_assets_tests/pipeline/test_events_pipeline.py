@@ -219,4 +219,9 @@ def test_a_kafka_sink_without_a_broker_says_nothing_was_sent(runs: dict) -> None
     assert shown["messages_sent"] == 0
     warned = shown["warnings"].replace("\\", "")  # Markdown, escaped
     assert "nothing sent or read" in warned and "LAKEHOUSE_KAFKA_BOOTSTRAP" in warned
+    # How many changes wait for it: every change of gold_hourly_revenue so far, as its change feed
+    # has them (an update once), counted here from the feed itself.
+    feed = lh.spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 0)
+    changes = feed.load(lh.paths.table("gold_hourly_revenue")).where("_change_type <> 'update_preimage'").count()
+    assert shown["changes_waiting"] == changes > 0 and f"{changes} change(s) in" in warned
     assert not Path(lh.paths.checkpoint("gold_hourly_revenue_changes"), "commits").exists()  # nothing was read

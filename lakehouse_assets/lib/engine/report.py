@@ -89,6 +89,8 @@ class RunReport:
     full_refresh: bool = False
     # How a recompute or overwrite table was brought up to date ("incremental", "full").
     refresh: str | None = None
+    # Changes of its input waiting for a sink that could not send (no broker); None: not such a run.
+    changes_waiting: int | None = None
     # Why a flow's query did not start (nothing new in its input), one sentence each.
     skipped: list[str] = field(default_factory=list)
 

@@ -19,6 +19,7 @@ from lakehouse_assets.lib.engine.locking.writer_lock import writer_lock
 from lakehouse_assets.lib.engine.reading.idle import idle_input
 from lakehouse_assets.lib.engine.reading.input_kinds import read_inputs
 from lakehouse_assets.lib.engine.reading.kafka_input import FlowSkipped, check_kafka_inputs, kafka_servers
+from lakehouse_assets.lib.engine.reading.waiting import waiting_changes
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.schema.landing_schema import evolve_schema
 from lakehouse_assets.lib.engine.state.checkpoint import app_id, ensure_table, full_refresh, query_checkpoint
@@ -143,10 +144,13 @@ def _run_flow(
     name = flow.name if flow.flow is None else f"{flow.name} (flow {flow.flow})"
     unconfigured = _unconfigured_kafka(flow)
     if unconfigured:
+        waiting = waiting_changes(paths, flow)
+        report.changes_waiting = waiting.changes if waiting else None
         # A warning, not a progress line: the asset would otherwise look sent (docs/kafka.md).
         report.warnings.append(
             f"{name}: nothing sent or read: it uses Kafka ({', '.join(unconfigured)}) and no broker is configured "
             "(LAKEHOUSE_KAFKA_BOOTSTRAP); what it has not read waits in its checkpoint for the first run with one"
+            + (f" ({waiting.described()})" if waiting else "")
         )
         return
     kind = sink_kind(flow.sink)

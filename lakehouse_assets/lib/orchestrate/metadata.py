@@ -137,6 +137,8 @@ def run_metadata(report: RunReport) -> dict[str, Any]:
         metadata["watermark"] = report.watermark or "not set yet: no event read"
     if report.refresh:
         metadata["refresh"] = report.refresh
+    if report.changes_waiting is not None:
+        metadata["changes_waiting"] = report.changes_waiting
     if report.schema_changes:
         metadata["schema_changes"] = dg.MetadataValue.md(markdown.bullet_list(report.schema_changes))
     if report.warnings:
