@@ -15,6 +15,7 @@ import pytest
 from lakehouse_assets.definitions import TABLES, build_definitions
 from lakehouse_assets.lib.engine.reading.landing_names import expand_braces
 from lakehouse_assets.lib.orchestrate.code_location import AUTOMATION_SENSOR
+from lakehouse_assets.lib.orchestrate.freshness_sensor import SENSOR_NAME as FRESHNESS_SENSOR
 from lakehouse_assets.lib.orchestrate.jobs import SOURCE_TAG, kafka_subscriptions, landing_sources
 from lakehouse_assets.lib.orchestrate.kafka_sensor import kafka_sensor_name
 from lakehouse_assets.lib.orchestrate.landing import LandingCursor
@@ -132,11 +133,13 @@ def new_files(request: dg.RunRequest) -> int:
 def test_definitions_derive_one_sensor_and_job_per_landing_source() -> None:
     sources = landing_sources(TABLES)
     kafka = {kafka_sensor_name(s) for s in kafka_subscriptions(TABLES)}
-    assert {s.name for s in SENSORS} == {sensor_name(source) for source in sources} | kafka | {AUTOMATION_SENSOR}
+    # The gold tables declare caught_up_with_landing: the freshness sensor evaluates it each minute.
+    others = {AUTOMATION_SENSOR, FRESHNESS_SENSOR}
+    assert {s.name for s in SENSORS} == {sensor_name(source) for source in sources} | kafka | others
     for sensor in SENSORS:
         # A Kafka sensor runs by default only where a broker was configured when defs loaded.
         assert sensor.default_status == dg.DefaultSensorStatus.RUNNING or sensor.name in kafka
-        assert sensor.minimum_interval_seconds <= 10
+        assert sensor.minimum_interval_seconds <= (60 if sensor.name == FRESHNESS_SENSOR else 10)
     written = [t for t in TABLES if t.writes_delta]
     assert {j.name for j in JOBS} >= {f"ingest_{s}" for s in sources} | {f"maintain_{t.name}" for t in written}
     for source, readers in sources.items():
