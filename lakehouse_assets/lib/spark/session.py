@@ -7,6 +7,7 @@ One session per process (``getOrCreate``); Dagster runs every step of a run in o
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 from dagster_pyspark import LazyPySparkResource
 from pydantic import PrivateAttr
 from pyspark.errors import PySparkException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib import timings
@@ -25,12 +27,17 @@ from lakehouse_assets.lib.spark.engine_auth import client_token, client_url
 from lakehouse_assets.lib.spark.launch_secrets import embedded_driver_secrets
 
 ENGINE_RETRIES = 6  # about 12 s of back-off before a run reports the engine unreachable
+# PySpark logs every error with a query context as multi-KB JSON at ERROR, before the caller sees
+# it; the framework says what failed in one sentence (the trace stays in the step's failure).
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 def get_spark(extra: dict[str, Any] | None = None) -> SparkSession:
     """The process's SparkSession: a client of the Spark Connect engine at ``SPARK_REMOTE`` when
     it is set (no JVM in this process; the engine's launch holds the settings), else an
     embedded session created with :func:`spark_conf` on first use."""
+    for name in QUERY_CONTEXT_LOGGERS:  # PySpark's own logger class: its calls pass extra fields
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
     remote = current().spark_remote
     if remote:
         return engine_client(remote)
