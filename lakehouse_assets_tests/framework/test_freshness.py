@@ -23,7 +23,7 @@ from lakehouse_assets.lib import (
     stream,
     streaming_table,
 )
-from lakehouse_assets.lib.engine.freshness import caught_up, freshness
+from lakehouse_assets.lib.engine.freshness import caught_up, feeding_folders, freshness
 from lakehouse_assets.lib.paths import LakehousePaths
 
 FIELDS = {"id": "string", "n": "long"}
@@ -80,9 +80,14 @@ def test_each_table_is_as_far_behind_as_the_oldest_file_it_lacks(tmp_path: Path,
     root = Path(paths.root)
     defs = build_definitions(TABLES, paths)
     instance = dg.DagsterInstance.ephemeral()
-    land(root, "a", "a1.jsonl")
-    land(root, "b", "b1.jsonl")
-    assert freshness(paths, "combined", time.time_ns()).never_run
+    a1 = land(root, "a", "a1.jsonl")
+    b1 = land(root, "b", "b1.jsonl")
+    # Before any run, by the declarations: every landed file of both folders waits.
+    now = time.time_ns()
+    early = freshness(paths, "combined", now, feeding_folders(paths, "combined", TABLES))
+    assert early.never_run and early.waiting == {"landing/a": 1, "landing/b": 1}
+    assert early.behind_s == round((now - min(a1, b1)) / 1e9, 3)
+    assert freshness(paths, "combined", now).behind_s == 0.0  # without them: nothing known to wait for
     materialize(defs, instance, "*")
     now = time.time_ns()
     assert {t.name: freshness(paths, t.name, now).behind_s for t in TABLES} == dict.fromkeys(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,12 +115,34 @@ class Freshness:
     never_run: bool = False
 
 
-def freshness(paths: LakehousePaths, table: str, now_ns: int) -> Freshness:
+def feeding_folders(paths: LakehousePaths, table: str, tables: Sequence[TableSpec]) -> Held:
+    """Every landing folder feeding ``table`` by the declarations (itself, or through the tables it
+    streams from), nothing held: what a table no run has recorded waits for."""
+    by_name = {t.name: t for t in tables}
+    found: Held = {}
+    seen: set[str] = set()
+    stack = [table]
+    while stack:
+        spec = by_name.get(stack.pop())
+        if spec is None or spec.name in seen:
+            continue
+        seen.add(spec.name)
+        for flow in spec.flow_runs():
+            for source in inputs_of_kind(flow.inputs, LandingInput).values():
+                _merge(found, landing_folder(paths, source), Mark(-1, (source.glob,)))
+        stack.extend(spec.streamed_tables)
+    return found
+
+
+def freshness(paths: LakehousePaths, table: str, now_ns: int, declared: Held | None = None) -> Freshness:
     """How far behind what landed ``table`` is at ``now_ns`` (epoch ns, the clock arrivals use).
-    A table no run has recorded is ``never_run``, 0 s behind."""
+
+    :param declared: :func:`feeding_folders`, for a table no run has recorded (``never_run``):
+        every file in them waits. Without it such a table is 0 s behind.
+    """
     oldest_ns, oldest_name, waiting = None, "", {}
     held = read_held(paths, table)
-    for folder, mark in held.items():
+    for folder, mark in (held or declared or {}).items():
         late = [e for e in list_entries(folder, list(mark.globs)) if e.kind == "file" and e.arrived_ns > mark.held_ns]
         waiting[folder.removeprefix(f"{paths.root}/")] = len(late)
         for entry in late:
@@ -129,9 +152,12 @@ def freshness(paths: LakehousePaths, table: str, now_ns: int) -> Freshness:
     return Freshness(round(behind, 3), waiting, oldest_name, never_run=not held)
 
 
-def caught_up(paths: LakehousePaths, table: str, max_behind_s: float, now_ns: int | None = None) -> CheckOutcome:
-    """The outcome of ``caught_up_with_landing`` on ``table`` now (or at ``now_ns``)."""
-    found = freshness(paths, table, time.time_ns() if now_ns is None else now_ns)
+def caught_up(
+    paths: LakehousePaths, table: str, max_behind_s: float, now_ns: int | None = None, declared: Held | None = None
+) -> CheckOutcome:
+    """The outcome of ``caught_up_with_landing`` on ``table`` now (or at ``now_ns``); a table no
+    run has recorded is judged by the files of ``declared`` (:func:`feeding_folders`)."""
+    found = freshness(paths, table, time.time_ns() if now_ns is None else now_ns, declared)
     metadata: dict[str, Any] = {
         "behind_s": found.behind_s,
         "max_behind_s": max_behind_s,
@@ -140,5 +166,5 @@ def caught_up(paths: LakehousePaths, table: str, max_behind_s: float, now_ns: in
     if found.oldest:
         metadata["oldest_waiting"] = found.oldest
     if found.never_run:
-        metadata["note"] = "no run has recorded what the table holds yet"
-    return CheckOutcome(found.behind_s <= max_behind_s and not found.never_run, metadata)
+        metadata["note"] = "no run of the table yet: every file landed in the folders feeding it waits"
+    return CheckOutcome(found.behind_s <= max_behind_s, metadata)

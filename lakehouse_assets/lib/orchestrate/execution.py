@@ -224,8 +224,15 @@ def table_events(
         ):
             return list(pool.map(lambda c: evaluate_check(c, context), judged))
 
-    # A run that read nothing changed no row: a check of the changed rows has nothing to look at.
-    idle = {c.name for c in checks if c.scope == "changes" and report.changed_nothing}
+    def unmoved(check: TableCheck) -> bool:
+        """The checked table is at the version its last materialization recorded (no commit
+        since, not even one made outside the pipeline)."""
+        name = table.quarantine.table if check.target == "quarantine" and table.quarantine else table.name
+        return name in versions and delta_log.delta_version(paths.table(name)) == versions[name]
+
+    # A run that read nothing, on a table nobody wrote since: a check of the changed rows has
+    # nothing to look at.
+    idle = {c.name for c in checks if c.scope == "changes" and report.changed_nothing and unmoved(c)}
     judged = [c for c in checks if c.name not in idle]
     if idle - carried.keys() and request.earlier_checks is not None:
         for name, c in request.earlier_checks(frozenset(idle - carried.keys())).items():

@@ -14,7 +14,7 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.check_kinds import CaughtUpWithLanding
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.freshness import caught_up
+from lakehouse_assets.lib.engine.freshness import caught_up, feeding_folders
 from lakehouse_assets.lib.paths import LakehousePaths
 
 SENSOR_NAME = "lakehouse_freshness"
@@ -48,7 +48,7 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
         now = time.time()
         events, behind = [], []
         for table, check, limit, severity in watched:
-            outcome = caught_up(paths, table, limit)
+            outcome = caught_up(paths, table, limit, declared=feeding_folders(paths, table, tables))
             seconds = outcome.metadata["behind_s"]
             if not outcome.passed:
                 behind.append(f"{table} {seconds:.0f}s")
