@@ -226,3 +226,15 @@ def test_scd2_history_check_catches_two_current_versions(lakehouse: Lakehouse) -
     assert check.metadata["current_flag_mismatches"].value == 1
     assert "c1" in check.metadata["examples"].value
     assert not result.success
+
+
+def test_every_column_of_every_table_is_described(healthy) -> None:
+    _, result = healthy
+    schemas = {
+        m.asset_key.to_user_string(): m.materialization.metadata["dagster/column_schema"].value
+        for m in result.get_asset_materialization_events()
+        if "dagster/column_schema" in m.materialization.metadata
+    }
+    assert len(schemas) >= 10, sorted(schemas)
+    undescribed = {name: [c.name for c in s.columns if not c.description] for name, s in schemas.items()}
+    assert {name: columns for name, columns in undescribed.items() if columns} == {}

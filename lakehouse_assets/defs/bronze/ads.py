@@ -34,9 +34,13 @@ def parse_lines(lines: DataFrame, fields: dict[str, str]) -> DataFrame:
 
 
 IMPRESSION_COLUMN_DOCS = {
+    "impression_id": "identity of the impression",
+    "ad_id": "the ad shown",
+    "user_id": "the customer it was shown to (customer_id)",
     "impression_time": "when the ad was shown (ISO-8601 text)",
 }
 CLICK_COLUMN_DOCS = {
+    "click_id": "identity of the click",
     "impression_id": "the impression the click belongs to",
     "click_time": "when the ad was clicked (ISO-8601 text)",
 }

@@ -55,6 +55,11 @@ def parse_customer_records(records: DataFrame) -> DataFrame:
 
 
 CUSTOMER_COLUMN_DOCS = {
+    "customer_id": "identity of the customer",
+    "name": "the customer's name as of this change",
+    "email": "the customer's email as of this change",
+    "tier": "the customer's tier as of this change",
+    "country": "the customer's country as of this change",
     "op": "upsert or delete",
     "updated_at": "orders the changes of one customer (ISO-8601)",
 }

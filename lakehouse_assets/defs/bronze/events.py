@@ -53,6 +53,10 @@ EVENT_COLUMN_DOCS = {
     "user_id": "the customer (customer_id)",
     "event_type": "page_view, add_to_cart or purchase (checked in silver)",
     "amount": "purchase amount; null when absent or not a number",
+    "product_id": "the product concerned; null when none",
+    "category": "the product's category; null when none",
+    "page": "the page viewed; null when none",
+    "user_agent": "the client's user agent (device_type in silver comes from it)",
 }
 
 

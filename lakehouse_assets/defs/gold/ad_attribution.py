@@ -102,6 +102,10 @@ def attribute_clicks(
 
 
 ATTRIBUTION_COLUMN_DOCS = {
+    "impression_id": "identity of the impression",
+    "ad_id": "the ad shown",
+    "user_id": "the customer it was shown to (customer_id)",
+    "impression_time": "when the ad was shown",
     "click_id": "the click within 10 minutes of the impression; null when none",
     "click_time": "when that click happened",
     "clicked": "whether a click counted",

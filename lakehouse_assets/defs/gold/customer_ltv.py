@@ -32,6 +32,7 @@ def customer_ltv(events: DataFrame) -> DataFrame:
 
 
 LTV_COLUMN_DOCS = {
+    "user_id": "the customer (customer_id)",
     "lifetime_revenue": "sum of the user's purchase amounts",
     "orders": "number of purchases",
     "first_purchase_at": "time of the first purchase",

@@ -46,6 +46,7 @@ def user_sessions(events: DataFrame, gap: str = SESSION_GAP) -> DataFrame:
 
 
 SESSION_COLUMN_DOCS = {
+    "user_id": "the customer (customer_id)",
     "session_start": "first event of the session",
     "session_end": "last event + 30 minutes of inactivity",
     "events": "events in the session",

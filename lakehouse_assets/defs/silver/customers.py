@@ -7,7 +7,7 @@ from datetime import timedelta
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.defs.bronze.customers import BRONZE_CUSTOMERS_COLUMNS
+from lakehouse_assets.defs.bronze.customers import BRONZE_CUSTOMERS_COLUMNS, CUSTOMER_COLUMN_DOCS
 from lakehouse_assets.defs.silver.events import parse_event_time
 from lakehouse_assets.lib import (
     Quarantine,
@@ -35,6 +35,7 @@ def typed_changes(bronze: DataFrame) -> DataFrame:
 
 
 SCD2_COLUMN_DOCS = {
+    **{k: v for k, v in CUSTOMER_COLUMN_DOCS.items() if k not in ("op", "updated_at")},
     "valid_from": "updated_at of the change that opened this version",
     "valid_to": "updated_at of the change that closed it; null while current",
     "is_current": "true for the customer's open version",
@@ -48,6 +49,7 @@ SCD2_COLUMN_DOCS = {
     quarantine=Quarantine(
         "silver_customers_quarantine",
         columns=BRONZE_CUSTOMERS_COLUMNS,
+        column_descriptions=CUSTOMER_COLUMN_DOCS,
     ),
     sink=auto_cdc(
         keys=["customer_id"],

@@ -7,7 +7,7 @@ from datetime import timedelta
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakehouse_assets.defs.bronze.events import BRONZE_EVENTS_COLUMNS
+from lakehouse_assets.defs.bronze.events import BRONZE_EVENTS_COLUMNS, EVENT_COLUMN_DOCS
 from lakehouse_assets.lib import (
     Quarantine,
     expect_or_quarantine,
@@ -99,7 +99,9 @@ SILVER_EVENT_COLUMN_DOCS = {
     column_descriptions=SILVER_EVENT_COLUMN_DOCS,
     inputs={"silver_customers": static("silver_customers", schema_if_missing=SILVER_CUSTOMERS_SCHEMA)},
     expectations=EXPECTATIONS,
-    quarantine=Quarantine("silver_events_quarantine", columns=BRONZE_EVENTS_COLUMNS),
+    quarantine=Quarantine(
+        "silver_events_quarantine", columns=BRONZE_EVENTS_COLUMNS, column_descriptions=EVENT_COLUMN_DOCS
+    ),
     publish=to_silver_columns,
     checks=[
         unique("event_id"),
