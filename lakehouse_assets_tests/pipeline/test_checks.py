@@ -56,6 +56,8 @@ def test_every_check_passes_on_healthy_tables(healthy) -> None:
     failed = {k: e.metadata for k, e in checks.items() if not e.passed}
     assert not failed
     assert checks[("bronze_events", "landed_lines_conserved")].metadata["files_checked"].value == 1
+    # silver_events' own MERGE keeps event_id unique: its first check establishes it on the whole table.
+    assert checks[("silver_events", "unique_event_id")].metadata["evaluated"].value == "every key of the whole table"
     traced = checks[("bronze_events_quarantine", "quarantine_rows_traceable")].metadata
     assert traced["columns"].value == "raw_line, _source_file" and traced["rows_missing_a_column"].value == 0
     assert lh_quarantined(healthy) > 0  # the check looked at rows, not at an empty table
@@ -100,8 +102,15 @@ def test_reconciliation_follows_the_change_feeds_of_a_new_file(healthy) -> None:
     lh, _ = healthy
     later = datetime(2026, 11, 20, 11, tzinfo=UTC)
     generate(lh.paths, GeneratorOptions(files=1, rows=80, seed=6, start=later, bad_lines=0.0), ["events"])
-    check = evaluations(lh.materialize(CHAIN))[("gold_hourly_revenue", "reconciles_with_silver_events")]
+    result = lh.materialize(CHAIN)
+    check = evaluations(result)[("gold_hourly_revenue", "reconciles_with_silver_events")]
     assert check.passed
+    # The new file's events went in by silver_events' own MERGE: only the keys it inserted are read.
+    unique = {k: v.value for k, v in evaluations(result)[("silver_events", "unique_event_id")].metadata.items()}
+    assert unique["evaluated"].startswith("the keys inserted since version"), unique
+    assert unique["duplicate_keys"] == 0 and unique["evaluations_since_full_scan"] == 1
+    events = lh.table("silver_events")
+    assert events.count() == events.select("event_id").distinct().count()
     metadata = {k: v.value for k, v in check.metadata.items()}
     assert metadata["evaluated"] == "followed through the change data feeds"
     assert metadata["evaluations_since_full_scan"] == 1
@@ -134,6 +143,7 @@ def test_duplicate_key_blocks_downstream(healthy) -> None:
     check = evaluations(result)[("silver_events", "unique_event_id")]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert check.metadata["duplicate_keys"].value == 1
+    assert check.metadata["evaluated"].value == "every key of the whole table"  # a commit by hand
     assert event_id in check.metadata["examples"].value
     assert not result.success
     assert "gold_hourly_revenue" not in materialized(result), "a blocking failure must skip downstream"

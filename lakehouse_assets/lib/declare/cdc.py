@@ -154,7 +154,13 @@ def auto_cdc(
         return build(changes, keys, sequence_by, track, delete_when, columns)
 
     merge_on = [*keys, VALID_FROM] if stored_as == "scd2" else keys
-    return RecomputeSink(keys=keys, reread_by=reread_by or keys[0], merge_on=merge_on, finalize=finalize)
+    return RecomputeSink(
+        keys=keys,
+        reread_by=reread_by or keys[0],
+        merge_on=merge_on,
+        finalize=finalize,
+        unique_on=tuple(merge_on),  # scd2_history and scd1_current make one row per merge_on
+    )
 
 
 def snapshot_cdc(*, keys: list[str], scd_type: int = 1, always: bool = False) -> SnapshotCdcSink:

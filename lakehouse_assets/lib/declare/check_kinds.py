@@ -25,6 +25,11 @@ class CheckOutcome:
 class UniqueKeys:
     keys: tuple[str, ...]
 
+    @property
+    def check_name(self) -> str:
+        """The check's name, under which its last outcome is looked up to follow on from it."""
+        return f"unique_{'_'.join(self.keys)}"
+
 
 @dataclass(frozen=True)
 class RequiredColumns:

@@ -62,6 +62,10 @@ class TableSink:
         :param quarantine: its quarantine table, if any.
         """
 
+    def unique_keys(self) -> tuple[str, ...] | None:
+        """Columns no two rows of its table share after any commit of its own, if it keeps them so."""
+        return None
+
 
 @dataclass(frozen=True)
 class AppendSink(TableSink):
@@ -81,6 +85,9 @@ class MergeSink(TableSink):
 
     kind: ClassVar[str] = "merge"
 
+    def unique_keys(self) -> tuple[str, ...]:
+        return tuple(self.keys)  # one source row per key, and a key already stored is matched
+
 
 @dataclass(frozen=True)
 class RecomputeSink(TableSink):
@@ -92,12 +99,17 @@ class RecomputeSink(TableSink):
     merge_on: list[str] | None = None
     finalize: Callable[[DataFrame], DataFrame] | None = None
     max_literal_values: int = 5000
+    unique_on: tuple[str, ...] | None = None
+    """``merge_on`` columns that ``finalize`` keeps unique (one output row each)."""
 
     kind: ClassVar[str] = "recompute"
     takes_flows: ClassVar[bool] = False
 
     def output(self, rows: DataFrame) -> DataFrame:
         return self.finalize(rows) if self.finalize else rows
+
+    def unique_keys(self) -> tuple[str, ...] | None:
+        return self.unique_on
 
     def refuse(self, table: str, inputs: dict[str, Input], expects: bool, quarantine: str | None) -> None:
         streams = [p for p, i in inputs.items() if i.streaming]

@@ -12,6 +12,7 @@ from dagster_pyspark import LazyPySparkResource
 from lakehouse_assets.lib import timings
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.table import TableSpec
+from lakehouse_assets.lib.engine.checks.check_rules import follows_last_evaluation
 from lakehouse_assets.lib.engine.errors import engine_lost, engine_refused
 from lakehouse_assets.lib.errors import EngineUnavailable, LakehouseError, RootUnusable
 from lakehouse_assets.lib.orchestrate.execution import NOTHING_NEW, Materialized, TableRequest, table_events
@@ -128,12 +129,16 @@ def _previous_checks(
         if check.name not in selected:
             continue
         key = dg.AssetCheckKey(dg.AssetKey(_checked_asset(table, check)), check.name)
-        # The newest record may be this run's own planned evaluation: take the newest completed one.
+        # The newest record may be this run's own planned evaluation: take the newest completed one
+        # with figures of its own (one after a run that read nothing repeats only the outcome).
         for record in instance.event_log_storage.get_asset_check_execution_history(key, limit=10):
             evaluation = record.event.asset_check_evaluation if record.event else None
             if evaluation is not None:
-                previous[check.name] = {"passed": evaluation.passed, "metadata": dict(evaluation.metadata)}
-                break
+                found = {"passed": evaluation.passed, "metadata": dict(evaluation.metadata)}
+                previous.setdefault(check.name, found)
+                if NOTHING_NEW not in evaluation.metadata:
+                    previous[check.name] = found
+                    break
     return previous
 
 
@@ -155,6 +160,8 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
     :param tables: every declared table, to name a lookup input whose feed last failed.
     """
     checks_by_name = {c.name: c for c in table.all_checks}
+    # The checks whose evaluation follows on from their last one, which is looked up first.
+    follows = frozenset(n for n, c in checks_by_name.items() if follows_last_evaluation(c, table.sink.unique_keys()))
     feeds = lookup_feeds(table, tables)
 
     @dg.multi_asset(
@@ -174,7 +181,6 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
         lakehouse: LakehouseResource,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
         checks = frozenset(key.name for key in context.selected_asset_check_keys)
-        full_table = frozenset(c.name for c in table.all_checks if c.scope == "full table" and c.name in checks)
         fresh = config.full_refresh
         request = TableRequest(
             table=table.name,
@@ -182,7 +188,7 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
             checks=checks,
             full_refresh=fresh,
             previous={} if fresh else _previous_metadata(context.instance, table),
-            previous_checks={} if fresh else _previous_checks(context.instance, table, full_table),
+            previous_checks={} if fresh else _previous_checks(context.instance, table, follows & checks),
             earlier_checks=lambda names: _previous_checks(context.instance, table, names),
             writer=f"run {context.run.run_id}",
             run_id=context.run.run_id,

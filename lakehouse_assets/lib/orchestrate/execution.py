@@ -215,7 +215,9 @@ def table_events(
     }
 
     def evaluate_all(on: SparkSession) -> list[CheckOutcome]:
-        context = CheckContext(on, paths, table.name, report, versions, schema, carried)
+        context = CheckContext(
+            on, paths, table.name, report, versions, schema, carried, writer_keys=table.sink.unique_keys()
+        )
         # A check's Spark jobs are small and wait mostly on scheduling and round trips: side by
         # side the step waits for the slowest check, not for their sum.
         with (

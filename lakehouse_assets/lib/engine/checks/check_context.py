@@ -27,6 +27,8 @@ class CheckContext:
     previous_schema: dict[str, str] | None
     # The last completed evaluation of each check (absent: never evaluated, or not looked up).
     previous_outcomes: dict[str, CheckOutcome] = field(default_factory=dict)
+    # Columns the table's own writer keeps unique (``TableSink.unique_keys``), if any.
+    writer_keys: tuple[str, ...] | None = None
     _versions: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def read(self, name: str | None = None) -> DataFrame:
@@ -82,3 +84,9 @@ class CheckContext:
             .option("endingVersion", last)
             .load(self.paths.table(name or self.table))
         )
+
+
+def examples(df: DataFrame, columns: list[str], count: int = 5) -> str:
+    """The first ``count`` rows' ``columns`` as text, for a failing check's metadata."""
+    as_text = df.select(*[F.col(c).cast("string") for c in columns]).limit(count).collect()
+    return ", ".join(str(tuple(r)) if len(r) > 1 else str(r[0]) for r in as_text)

@@ -19,8 +19,9 @@ from lakehouse_assets.lib.declare import checks as rules
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
 from lakehouse_assets.lib.declare.parsing import BLANK
 from lakehouse_assets.lib.declare.sql_names import column
-from lakehouse_assets.lib.engine.checks import reconcile
+from lakehouse_assets.lib.engine.checks import reconcile, unique_keys
 from lakehouse_assets.lib.engine.checks.check_context import CheckContext
+from lakehouse_assets.lib.engine.checks.check_context import examples as example_rows
 from lakehouse_assets.lib.engine.freshness import caught_up
 from lakehouse_assets.lib.engine.intake import check as set_aside_check
 from lakehouse_assets.lib.engine.intake.bounds import LINE_MAX_OPTION, hadoop_line_bound
@@ -48,24 +49,19 @@ def evaluate(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
 
 
 def _sample(df: DataFrame, columns: list[str]) -> str:
-    as_text = df.select(*[F.col(c).cast("string") for c in columns]).limit(SAMPLE).collect()
-    return ", ".join(str(tuple(r)) if len(r) > 1 else str(r[0]) for r in as_text)
+    return example_rows(df, columns, SAMPLE)
 
 
-def _changed_keys(ctx: CheckContext, keys: list[str]) -> DataFrame:
-    """The table's rows whose keys changed since the last check (every row on a first check)."""
-    table, changed = ctx.read(), ctx.changes()
-    return table if changed is None else table.join(changed.select(*keys).distinct(), keys, "left_semi")
+_evaluates(rules.UniqueKeys)(unique_keys.evaluate)
+# The kinds whose evaluation follows on from their last one (looked up before the run), besides
+# every full-table check, given the columns the table's writer keeps unique.
+_FOLLOWS_LAST: dict[type, Callable[[Any, tuple[str, ...] | None], bool]] = {rules.UniqueKeys: unique_keys.proven}
 
 
-@_evaluates(rules.UniqueKeys)
-def _unique(rule: rules.UniqueKeys, ctx: CheckContext) -> CheckOutcome:
-    cols = list(rule.keys)
-    if ctx.unchanged():
-        return CheckOutcome(True, {"duplicate_keys": 0, "examples": "none"})
-    duplicates = _changed_keys(ctx, cols).groupBy(*cols).count().where("count > 1")
-    n = duplicates.count()
-    return CheckOutcome(n == 0, {"duplicate_keys": n, "examples": _sample(duplicates, cols) if n else "none"})
+def follows_last_evaluation(check: TableCheck, writer_keys: tuple[str, ...] | None) -> bool:
+    """``check``'s evaluation starts from its last one, to be looked up before the run."""
+    follows = _FOLLOWS_LAST.get(type(check.rule))
+    return check.scope == "full table" or (follows is not None and follows(check.rule, writer_keys))
 
 
 def null_counts(ctx: CheckContext, columns: list[str], table: str | None = None) -> dict[str, int]:
@@ -91,7 +87,7 @@ def _scd2_valid(rule: rules.Scd2History, ctx: CheckContext) -> CheckOutcome:
     counts = {"keys_with_several_current": 0, "current_flag_mismatches": 0, "overlapping_versions": 0}
     if ctx.unchanged():
         return CheckOutcome(True, {**counts, "examples": "none"})
-    scoped = _changed_keys(ctx, cols)
+    scoped = unique_keys.changed_keys(ctx, cols)
     current = scoped.where(F.col(rule.is_current)).groupBy(*cols).count().where("count > 1")
     inconsistent = scoped.where(F.col(rule.is_current) != F.col(valid_to).isNull())
     ordered = Window.partitionBy(*cols).orderBy(valid_from)
