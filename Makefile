@@ -37,7 +37,8 @@ help:
 	@echo "make kafka       - run a Kafka broker in the foreground on 127.0.0.1:\$$LAKEHOUSE_KAFKA_PORT (9092); make dev KAFKA=1 starts one too"
 	@echo "make land        - drop a new generated batch into the landing zone"
 	@echo "make materialize - materialize every asset once (dagster asset materialize --select '*')"
-	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95); BURST=1: all sources at once"
+	@echo "make latency     - time landed file -> gold_hourly_revenue over 10 drops (p50, p95); BURST=1: all sources at once;"
+	@echo "                   STEADY=1: each drop the moment the last reached gold"
 	@echo "make bench       - the benchmark suite (bench/results.md); make bench-sdp: the SDP example vs spark-pipelines;"
 	@echo "                   make bench-scale-out: the events chain on a cluster and an S3 bucket vs local mode;"
 	@echo "                   make bench-history: runs and sensor ticks after 10 .. 100,000 earlier files, a backfill;"
@@ -237,7 +238,7 @@ s3: setup
 
 # Uses `make dev` if it is running on DAGSTER_PORT (3000), else starts dagster dev itself.
 latency: setup
-	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python bench/measure_latency.py $(if $(filter 1,$(BURST)),--burst) $(LATENCY_ARGS)
+	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python bench/measure_latency.py $(if $(filter 1,$(BURST)),--burst) $(if $(filter 1,$(STEADY)),--steady) $(LATENCY_ARGS)
 
 # The benchmark suite (issue 7): writes bench/results.md and bench/history_scaling.png.
 # BENCH_ARGS=--quick for a small trial configuration; see bench/run.py --help.
@@ -249,6 +250,7 @@ bench: $(STAMP) jars
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # The SDP example through spark-pipelines run and through Dagster, on one engine (bench/sdp_results.md).
+# BENCH_ARGS='--rows-per-round 10000': 50 rounds of history make 1,000,000 orders.
 .PHONY: bench-sdp
 bench-sdp: $(STAMP) jars
 	SPARK_LOCAL_IP=$${SPARK_LOCAL_IP:-127.0.0.1} $(BIN)/python -m bench.sdp $(BENCH_ARGS)

@@ -84,17 +84,22 @@ def _tried_again(server, runs: list[dict]) -> int:
     return sum(1 for r in runs for message in server.run_messages(r["runId"]) if TRIED_AGAIN.search(message))
 
 
-def not_exact(engine_url: str, root: str) -> str:
-    """Empty when every source's tables hold what the landed files say, else what differs."""
+def not_exact(engine_url: str, root: str, events_only: bool = False) -> str:
+    """Empty when every source's tables (``events_only``: the events chain's) hold what the
+    landed files say, else what differs."""
     import dagster as dg
 
     from lakehouse_assets.lib.spark.session import engine_session
     from verification.contract import assert_every_source_exact
     from verification.lakehouse import Lakehouse
+    from verification.runs import assert_events_exact
 
     spark = engine_session(engine_url)
     try:
-        assert_every_source_exact(Lakehouse(Path(root), spark, dg.DagsterInstance.ephemeral()))
+        if events_only:
+            assert_events_exact(spark, Path(root))
+        else:
+            assert_every_source_exact(Lakehouse(Path(root), spark, dg.DagsterInstance.ephemeral()))
         return ""
     except AssertionError as mismatch:
         return str(mismatch) or "a table differs from the landed files"

@@ -15,6 +15,8 @@ every drop, then p50 and p95.
   (a broker the script starts, or ``$LAKEHOUSE_KAFKA_BOOTSTRAP`` with a running ``make dev
   KAFKA=1``); the Kafka sensor does the rest. The latency is the gold commit minus the broker's
   acknowledgement of the message.
+* ``--steady`` (``make latency STEADY=1``): each drop lands the moment the last one reached
+  gold, while its run still writes its other tables (a steady feed), not when the instance is idle.
 * ``--burst`` (``make latency BURST=1``): each round lands a file in all four sources at once and
   times until every table has taken it in, with the runs started, failed and retried
   (``bench/burst.py``); ``--drops`` is the number of rounds. With ``--isolated`` each round ends
@@ -47,7 +49,7 @@ import json  # noqa: E402
 import uuid  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
-from bench.burst import Round, burst_round  # noqa: E402
+from bench.burst import Round, burst_round, not_exact  # noqa: E402
 from devstack.dagster_dev import DagsterDev, delta_versions  # noqa: E402
 from devstack.kafka_broker import KafkaBroker  # noqa: E402
 from lakehouse_assets.generate import GeneratorOptions, generate  # noqa: E402
@@ -184,13 +186,16 @@ def measure(
     timeout: float,
     parts: list[dict] | None = None,
     kafka: str | None = None,
+    steady: bool = False,
 ) -> list[float]:
     """Latency of each of ``drops`` drops (files, or with ``kafka`` one message each); ``parts``
-    (if given) gets each drop's :func:`breakdown`."""
+    (if given) gets each drop's :func:`breakdown`. ``steady``: each drop lands the moment the
+    last one is in gold, whatever is still going (the last run's other tables), not when idle."""
     warm_up(server, paths, rows, timeout)
     latencies = []
     for i in range(drops):
-        server.wait_idle(timeout, quiet=1)
+        if not steady or i == 0:
+            server.wait_idle(timeout, quiet=1)
         before = current_version(paths)
         if kafka:
             name, arrived = produce_purchase(kafka)
@@ -201,7 +206,7 @@ def measure(
         latency = committed - arrived
         latencies.append(latency)
         print(f"drop {i + 1:2d}/{drops}: {name} -> {GOLD} v{version} after {latency:6.1f}s", flush=True)
-        if parts is not None:
+        if parts is not None and not steady:
             server.wait_idle(timeout)  # the run's events are complete
             split = breakdown(server, arrived, committed, job="ingest_kafka_events" if kafka else "ingest_events")
             parts.append(split or {})
@@ -224,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--kafka", action="store_true", help="one message per drop to Kafka topic events, not a file")
     parser.add_argument("--burst", action="store_true", help="each round a file in every source at once")
+    parser.add_argument(
+        "--steady", action="store_true", help="each drop as soon as the last one is in gold, not when idle"
+    )
     parser.add_argument("--engine-restarts", type=int, default=0, help="with --burst: rounds that restart the engine")
     args = parser.parse_args(argv)
     if args.drops < 1:
@@ -277,7 +285,17 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)  # fmt: skip
             latencies = [r.seconds for r in rounds]
         else:
-            latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts, kafka)
+            latencies = measure(server, paths, args.drops, args.rows, args.timeout, parts, kafka, args.steady)
+            engine = getattr(server, "engine", None)
+            if args.steady and args.isolated and engine is not None:
+                server.wait_idle(args.timeout, quiet=2)  # the overlapping runs' tails, then every table
+                wrong = not_exact(engine.url, paths.root, events_only=True)
+                print(
+                    f"after the steady drops, the events chain: {'NOT EXACT: ' + wrong if wrong else 'exact'}",
+                    flush=True,
+                )
+                if wrong:
+                    return 1
     finally:
         if started:
             started.stop()

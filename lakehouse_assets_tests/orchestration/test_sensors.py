@@ -112,6 +112,17 @@ class Harness:
         )
         return run_id
 
+    def materialized_by(self, run_id: str, table: str) -> None:
+        """Record ``table``'s materialization by run ``run_id``, as its step does."""
+        from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
+
+        event = DagsterEvent(
+            DagsterEventType.ASSET_MATERIALIZATION.value,
+            "ingest_events",
+            event_specific_data=StepMaterializationData(dg.AssetMaterialization(table)),
+        )
+        self.instance.report_dagster_event(event, run_id=run_id)
+
     def finish_run(self, run_id: str) -> None:
         self.instance.run_storage.delete_run(run_id)
         self.instance.add_run(
@@ -234,6 +245,22 @@ def test_files_landing_while_a_run_is_queued_or_going_wait_for_it(harness: Harne
     result = harness.tick()
     assert isinstance(result, dg.RunRequest) and new_files(result) == 3
     assert isinstance(harness.tick(), dg.SkipReason)
+    assert len(harness.requests) == 2
+
+
+def test_a_file_landing_after_the_going_run_read_the_folder_starts_the_next_run_at_once(harness: Harness) -> None:
+    harness.land("a.jsonl")
+    assert isinstance(harness.tick(), dg.RunRequest)
+    run_id = harness.start_run(dg.DagsterRunStatus.STARTED)
+    harness.land("b.jsonl")
+    # bronze_events of an earlier run does not count: this run has yet to read the folder.
+    harness.materialized_by(str(uuid.uuid4()), "bronze_events")
+    assert isinstance(harness.tick(), dg.SkipReason)
+    harness.materialized_by(run_id, "bronze_events")  # its query is over; it goes on with silver, gold
+    result = harness.tick()
+    assert isinstance(result, dg.RunRequest) and new_files(result) == 1
+    assert result.tags["lakehouse/first_new_file"] == "b.jsonl"
+    assert isinstance(harness.tick(), dg.SkipReason)  # each file once
     assert len(harness.requests) == 2
 
 

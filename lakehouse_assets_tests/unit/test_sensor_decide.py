@@ -106,6 +106,15 @@ def test_new_files_behind_a_going_run_watch_then_wait_for_it() -> None:
     assert decision.message.startswith("1 new file(s) waiting: run 01234567 of ingest_events is STARTED.")
 
 
+def test_new_files_behind_a_run_that_has_read_the_folder_start_the_next_run_now() -> None:
+    new = landed("b.jsonl", 10)
+    past = KnownRuns(going=GoingRun("0123456789abcdef", "ingest_events", "STARTED", read_the_folder=True))
+    decision = decide(listing(new), LandingCursor(), past, NOW, SETTINGS, TICK)
+    assert isinstance(decision, Request) and [f.name for f in decision.new] == ["b.jsonl"]
+    # Nothing new behind it: the going run is no reason to ask again (no stranded-run retry).
+    assert isinstance(decide(listing(), LandingCursor(), past, NOW, SETTINGS, TICK), Skip)
+
+
 def test_a_file_still_landing_is_waited_for_in_the_tick_once() -> None:
     new = landed("b.jsonl", 0.2)
     decision = decide(listing(new), LandingCursor(), NO_RUNS, NOW, SETTINGS, TICK)

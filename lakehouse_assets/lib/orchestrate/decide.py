@@ -8,7 +8,7 @@ tick has done so far, and answers
 * :class:`Skip` — nothing to ask for now, and why;
 * :class:`Retry` — the source's last run failed or was cancelled: ask again (after a back-off);
 * :class:`Watch` — look at the folder again in ``poll_s`` within this tick (nothing new yet, or
-  new files behind a going run);
+  new files behind a going run that has yet to read the folder);
 * :class:`Settle` — files are still landing: wait ``wait_s`` in this tick and look again;
 * :class:`Request` — one run for N new files, and the cursor that goes with it.
 
@@ -104,11 +104,13 @@ class SensorSettings:
 
 @dataclass(frozen=True)
 class GoingRun:
-    """A run of the source that is queued or going."""
+    """The source's newest run that is queued or going; ``read_the_folder``: the tables it
+    reads the landing folder into are materialized by it (a file landing now is the next run's)."""
 
     run_id: str
     job_name: str
     status: str
+    read_the_folder: bool = False
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,9 @@ def decide(
         return _nothing_new(listing, cursor, result, runs, now, settings, tick)
     what = described(len(result.new), result.unidentified)
     run = runs.going
-    if run is not None:
+    # A run past its reading of the folder cannot take a new file: the next run starts now, its
+    # steps each waiting only for their own table's writer (the table pools), not for its tail.
+    if run is not None and not run.read_the_folder:
         if tick.may_watch(now, settings):
             return Watch(tick.poll_s)
         return Skip(

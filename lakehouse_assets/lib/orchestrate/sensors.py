@@ -6,7 +6,9 @@ A tick:
    starting with ``_`` or ``.`` are in progress and ignored) and compares them with the cursor
    (see :mod:`lakehouse_assets.lib.orchestrate.landing`: arrival = rename time, not mtime);
 2. skips, saying why, when nothing is new, when a run of the source's job is queued or going
-   (that run, or the next one, drains every new file: ``availableNow``), or when the newest
+   and has yet to materialize the tables reading the folder (that run, or the next one, drains
+   every new file: ``availableNow``; once it has, a new file is the next run's, which starts at
+   once and waits only for each table's own writer, the table pools), or when the newest
    file arrived less than ``settle`` seconds ago (a burst still landing), so a burst of files
    gives one run, not one per file. A folder that settles within ``settle_wait`` seconds is
    waited for in the tick and listed again, rather than left to the daemon's next pass 5 s later;
@@ -17,7 +19,7 @@ A tick:
 3. otherwise requests one run with a ``run_key`` naming the new files and moves the cursor.
 
 Files that land while a run is going are not in the cursor yet, so the first tick after the
-run ends requests the next run. When the source's last run failed or was cancelled and nothing
+run has read the folder requests the next run. When the source's last run failed or was cancelled and nothing
 new landed, the sensor requests a run anyway, with back-off (:mod:`.stranded`). The cursor only
 moves together with a run request (or when nothing is new), so no file is ever skipped, and the
 run key keeps a retried tick from launching a file twice.
@@ -104,6 +106,7 @@ def build_landing_sensor(
     settings = settings or SensorSettings.from_env()
     globs = landing_globs(tables, source)
     tags = {SOURCE_TAG: source}
+    readers = [t.name for t in tables if source in t.landing_sources]
 
     @dg.sensor(
         name=sensor_name(source),
@@ -113,7 +116,7 @@ def build_landing_sensor(
         description=(
             f"Watches landing/{source}/ (files matching {', '.join(globs)}; names starting with "
             f"'_' or '.' are in progress) and runs {job.name} when complete files arrive. "
-            f"Waits while a run for {source} is queued or going; a burst gives one run."
+            f"Waits while a run for {source} is queued or has yet to read the folder; a burst gives one run."
         ),
     )
     def _sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
@@ -136,7 +139,9 @@ def build_landing_sensor(
             return f"tick {1000 * (clock() - started):.0f} ms, listing {1000 * looker.listed_s:.1f} ms"
 
         while True:
-            decision = decide(listing, cursor, InstanceRuns(context.instance, tags), clock(), settings, tick, source)
+            decision = decide(
+                listing, cursor, InstanceRuns(context.instance, tags, readers), clock(), settings, tick, source
+            )
             if isinstance(decision, Skip | Retry | Watch) and decision.cursor is not None:
                 cursor = decision.cursor
                 context.update_cursor(cursor.dump())

@@ -4,11 +4,12 @@ new run of that source once per failed run, waiting longer after each failure in
 permanent error does not spin (:class:`~.decide.RetryPolicy`, decided in :func:`~.decide.decide`).
 
 This module reads the source's runs from the Dagster instance for that decision: a run queued
-or going, and the newest runs that ended badly.
+or going (and whether it has read the landing folder yet), and the newest runs that ended badly.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 
 import dagster as dg
@@ -22,6 +23,7 @@ __all__ = [
     "InstanceRuns",
     "RetryPolicy",
     "in_flight_run",
+    "read_the_folder",
     "retry_run_request",
     "stranded",
 ]
@@ -41,6 +43,18 @@ def in_flight_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.Dags
     """A queued or going run with these tags, if any."""
     runs = instance.get_runs(filters=dg.RunsFilter(tags=tags, statuses=IN_FLIGHT), limit=1)
     return runs[0] if runs else None
+
+
+def read_the_folder(instance: dg.DagsterInstance, run_id: str, readers: Sequence[str]) -> bool:
+    """Every table in ``readers`` (those reading a landing folder) was materialized by run
+    ``run_id``: its queries are over, so a file landing now waits for the next run."""
+    if not readers:
+        return False
+    for name in readers:
+        latest = instance.get_latest_materialization_event(dg.AssetKey(name))
+        if latest is None or latest.run_id != run_id:
+            return False
+    return True
 
 
 def stranded(instance: dg.DagsterInstance, tags: dict[str, str]) -> Stranded | None:
@@ -64,13 +78,16 @@ class InstanceRuns:
     """The source's runs as :func:`~.decide.decide` reads them, each asked of the instance only
     when the decision needs it (once per look at the folder)."""
 
-    def __init__(self, instance: dg.DagsterInstance, tags: dict[str, str]) -> None:
-        self.instance, self.tags = instance, tags
+    def __init__(self, instance: dg.DagsterInstance, tags: dict[str, str], readers: Sequence[str] = ()) -> None:
+        self.instance, self.tags, self.readers = instance, tags, readers
 
     @cached_property
     def going(self) -> GoingRun | None:
         run = in_flight_run(self.instance, self.tags)
-        return GoingRun(run.run_id, run.job_name, run.status.value) if run is not None else None
+        if run is None:
+            return None
+        read = run.status == dg.DagsterRunStatus.STARTED and read_the_folder(self.instance, run.run_id, self.readers)
+        return GoingRun(run.run_id, run.job_name, run.status.value, read)
 
     @cached_property
     def stranded(self) -> Stranded | None:
