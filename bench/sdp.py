@@ -40,8 +40,8 @@ def _versions(table: Path) -> int:
 
 
 class Sides:
-    def __init__(self, work: Path, engine_url: str) -> None:
-        self.work, self.url = work, engine_url
+    def __init__(self, work: Path, engine_url: str, orders_per_file: int = 8) -> None:
+        self.work, self.url, self.orders_per_file = work, engine_url, orders_per_file
         self.root, self.home = work / "lakehouse", work / "dagster_home"
         self.home.mkdir(parents=True, exist_ok=True)
         self.landing = self.root / "landing" / "sdp_orders"
@@ -50,7 +50,7 @@ class Sides:
 
     def land(self) -> None:
         self.rounds += 1
-        answers.land_round(self.landing, self.rounds)
+        answers.land_round(self.landing, self.rounds, self.orders_per_file)
 
     def ours(self):
         env = {"LAKEHOUSE_ROOT": str(self.root), "DAGSTER_HOME": str(self.home), "SPARK_REMOTE": self.url}
@@ -124,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=int, default=3, help="rounds of files landed before the warm-up runs")
     parser.add_argument("--history", default="10,25,50", help="levels of rounds of history for the curve ('' skips it)")
     parser.add_argument("--history-reps", type=int, default=2)
+    parser.add_argument(
+        "--rows-per-round",
+        type=int,
+        default=8,
+        help="orders in each round's file of each shop (10000: 50 rounds make 1,000,000 orders)",
+    )
     parser.add_argument("--workdir", default=str(REPO / ".cache" / "bench-sdp"))
     parser.add_argument("--report", action="store_true", help="only write sdp_results.md again from sdp_results.json")
     args = parser.parse_args(argv)
@@ -133,12 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    results: dict = {"machine": machine(), "load_start": load(), "reps": args.reps, "base_rounds": args.base}
+    results: dict = {"machine": machine(), "load_start": load(), "reps": args.reps, "base_rounds": args.base,
+                     "orders_per_file": args.rows_per_round}  # fmt: skip
     with (
         open(work / "engine.log", "wb") as engine_log,
         ConnectServer(free_port(), log=engine_log, conf=side_by_side.engine_conf(work)) as engine,
     ):
-        sides = Sides(work, engine.url)
+        sides = Sides(work, engine.url, args.rows_per_round)
         side_by_side.create_sdp_database(engine.url)
         for _ in range(args.base):
             sides.land()
@@ -205,7 +212,7 @@ def targets(r: dict) -> list[str]:
     return rows
 
 
-def history_table(hist: list[dict]) -> list[str]:
+def history_table(per_file: int, hist: list[dict]) -> list[str]:
     if not hist:
         return []
     return [
@@ -225,8 +232,9 @@ def history_table(hist: list[dict]) -> list[str]:
             for p in hist
         ],
         "",
-        f"After {hist[-1]['history_rounds']} rounds `customer_revenue` covers {hist[-1]['history_rounds'] * 18} orders "
-        "at most (9 per shop per round). What the curve says: [docs/spark-declarative-pipelines.md]"
+        f"After {hist[-1]['history_rounds']} rounds `customer_revenue` covers "
+        f"{hist[-1]['history_rounds'] * 2 * (per_file + 1):,} orders at most ({per_file + 1:,} per shop per round, "
+        "`--rows-per-round`). What the curve says: [docs/spark-declarative-pipelines.md]"
         "(../docs/spark-declarative-pipelines.md#side-by-side-with-spark-pipelines-run).",
         "",
     ]
@@ -242,7 +250,7 @@ def report(r: dict) -> str:
         f"{m['cores']} cores; PySpark {m['pyspark']}, delta-spark {m['delta-spark']}, Dagster {m['dagster']}. "
         f"Load average {r['load_start']} at start, {r['load_end']} at the end. Both sides are clients of one warm "
         f"Spark Connect engine; {r['base_rounds']} rounds of files were landed and run before timing; medians of "
-        f"{r['reps']} runs, each after one new file per source (9 orders per shop, 7 customer changes).",
+        f"{r['reps']} runs, each after one new file per source ({r.get('orders_per_file', 8) + 1:,} orders per shop, 7 customer changes).",
         "",
         "| | spark-pipelines run | lakehouse_assets (dagster asset materialize) |",
         "|---|---|---|",
@@ -261,7 +269,7 @@ def report(r: dict) -> str:
         "",
         *targets(r),
         "",
-        *history_table(r.get("history") or []),
+        *history_table(r.get("orders_per_file", 8), r.get("history") or []),
         "Where the sides differ and why: [docs/spark-declarative-pipelines.md]"
         "(../docs/spark-declarative-pipelines.md#side-by-side-with-spark-pipelines-run).",
         "",

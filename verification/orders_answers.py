@@ -10,12 +10,12 @@ from pathlib import Path
 ORDER_KEYS = ("order_id", "customer_id", "amount", "ordered_at")
 
 
-def orders(shop: str, round_no: int) -> list[dict]:
-    """Some invalid (no id, amount not positive) and one id repeated within the file."""
+def orders(shop: str, round_no: int, count: int = 8) -> list[dict]:
+    """``count`` orders and one without an id; some amounts not positive (invalid)."""
     rows = [
         {"order_id": f"{shop}{round_no}-{i}", "customer_id": f"c{(i * 7 + round_no) % 5}",
-         "amount": round(12.5 * i - 10 + round_no, 2), "ordered_at": f"2026-03-{(round_no - 1) % 28 + 1:02d}T1{i % 10}:00:00"}
-        for i in range(8)
+         "amount": round(12.5 * (i % 8) - 10 + round_no, 2), "ordered_at": f"2026-03-{(round_no - 1) % 28 + 1:02d}T1{i % 10}:00:00"}
+        for i in range(count)
     ]  # fmt: skip
     rows.append({"order_id": None, "customer_id": "c1", "amount": 5.0, "ordered_at": "2026-03-01T00:00:00"})
     return rows
@@ -69,9 +69,9 @@ def land(landing: Path, folder: str, name: str, rows: list[dict]) -> None:
     temporary.rename(target / name)
 
 
-def land_round(landing: Path, round_no: int) -> tuple[list[dict], list[dict], list[dict]]:
+def land_round(landing: Path, round_no: int, orders_per_file: int = 8) -> tuple[list[dict], list[dict], list[dict]]:
     """Land round ``round_no``'s file of each source; its (EU orders, US orders, changes)."""
-    new = orders("eu", round_no), orders("us", round_no), customer_changes(round_no)
+    new = orders("eu", round_no, orders_per_file), orders("us", round_no, orders_per_file), customer_changes(round_no)
     for folder, rows in zip(("orders_eu", "orders_us", "customers"), new, strict=True):
         land(landing, folder, f"{round_no}.json", rows)
     return new
