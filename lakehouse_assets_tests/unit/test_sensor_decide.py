@@ -106,9 +106,9 @@ def test_new_files_behind_a_going_run_watch_then_wait_for_it() -> None:
     assert decision.message.startswith("1 new file(s) waiting: run 01234567 of ingest_events is STARTED.")
 
 
-def test_new_files_behind_a_run_that_has_read_the_folder_start_the_next_run_now() -> None:
+def test_new_files_behind_a_run_past_its_reading_start_the_next_run_now() -> None:
     new = landed("b.jsonl", 10)
-    past = KnownRuns(going=GoingRun("0123456789abcdef", "ingest_events", "STARTED", read_the_folder=True))
+    past = KnownRuns(going=GoingRun("0123456789abcdef", "ingest_events", "STARTED", past_reading=True))
     decision = decide(listing(new), LandingCursor(), past, NOW, SETTINGS, TICK)
     assert isinstance(decision, Request) and [f.name for f in decision.new] == ["b.jsonl"]
     # Nothing new behind it: the going run is no reason to ask again (no stranded-run retry).

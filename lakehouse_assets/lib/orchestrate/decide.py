@@ -104,13 +104,13 @@ class SensorSettings:
 
 @dataclass(frozen=True)
 class GoingRun:
-    """The source's newest run that is queued or going; ``read_the_folder``: the tables it
+    """The source's newest run that is queued or going; ``past_reading``: the tables it
     reads the landing folder into are materialized by it (a file landing now is the next run's)."""
 
     run_id: str
     job_name: str
     status: str
-    read_the_folder: bool = False
+    past_reading: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ def decide(
     run = runs.going
     # A run past its reading of the folder cannot take a new file: the next run starts now, its
     # steps each waiting only for their own table's writer (the table pools), not for its tail.
-    if run is not None and not run.read_the_folder:
+    if run is not None and not run.past_reading:
         if tick.may_watch(now, settings):
             return Watch(tick.poll_s)
         return Skip(

@@ -25,6 +25,7 @@ from lakehouse_assets.lib.errors import KafkaProblem
 from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG, kafka_job_name
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.sensors import in_flight_run
+from lakehouse_assets.lib.orchestrate.stranded import past_reading
 from lakehouse_assets.lib.settings import current
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
@@ -49,6 +50,7 @@ def build_kafka_sensor(
     subscription: str, readers: Sequence[TableSpec], job: UnresolvedAssetJobDefinition
 ) -> dg.SensorDefinition:
     flows = _reading_flows(readers, subscription)
+    reader_names = [t.name for t in readers]
 
     @dg.sensor(
         name=kafka_sensor_name(subscription),
@@ -58,7 +60,7 @@ def build_kafka_sensor(
         default_status=dg.DefaultSensorStatus.RUNNING if current().kafka_bootstrap else dg.DefaultSensorStatus.STOPPED,
         description=(
             f"Watches Kafka {subscription} (LAKEHOUSE_KAFKA_BOOTSTRAP) and runs {job.name} when its end "
-            f"offsets move past what {', '.join(t.name for t in readers)} committed. Waits while a run is going."
+            f"offsets move past what {', '.join(t.name for t in readers)} committed. Waits while a run is queued or has yet to read it."
         ),
     )
     def _sensor(context: dg.SensorEvaluationContext, lakehouse: LakehouseResource):
@@ -84,7 +86,10 @@ def build_kafka_sensor(
                 f"No new messages in Kafka {subscription}: every reading table has committed its end offsets."
             )
         run = in_flight_run(context.instance, {KAFKA_TAG: subscription})
-        if run is not None:
+        # A run past its reading cannot take the new messages: the next run starts now (table pools).
+        if run is not None and not (
+            run.status == dg.DagsterRunStatus.STARTED and past_reading(context.instance, run.run_id, reader_names)
+        ):
             return dg.SkipReason(
                 f"{waiting} new message(s) waiting: run {run.run_id[:8]} of {run.job_name} is "
                 f"{run.status.value}; it or the next run drains them."

@@ -23,7 +23,7 @@ __all__ = [
     "InstanceRuns",
     "RetryPolicy",
     "in_flight_run",
-    "read_the_folder",
+    "past_reading",
     "retry_run_request",
     "stranded",
 ]
@@ -45,9 +45,9 @@ def in_flight_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.Dags
     return runs[0] if runs else None
 
 
-def read_the_folder(instance: dg.DagsterInstance, run_id: str, readers: Sequence[str]) -> bool:
-    """Every table in ``readers`` (those reading a landing folder) was materialized by run
-    ``run_id``: its queries are over, so a file landing now waits for the next run."""
+def past_reading(instance: dg.DagsterInstance, run_id: str, readers: Sequence[str]) -> bool:
+    """Every table in ``readers`` (those reading a landing folder or a Kafka subscription) was
+    materialized by run ``run_id``: their queries are over, so what lands now is the next run's."""
     if not readers:
         return False
     for name in readers:
@@ -86,7 +86,7 @@ class InstanceRuns:
         run = in_flight_run(self.instance, self.tags)
         if run is None:
             return None
-        read = run.status == dg.DagsterRunStatus.STARTED and read_the_folder(self.instance, run.run_id, self.readers)
+        read = run.status == dg.DagsterRunStatus.STARTED and past_reading(self.instance, run.run_id, self.readers)
         return GoingRun(run.run_id, run.job_name, run.status.value, read)
 
     @cached_property
