@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -104,6 +105,9 @@ def test_each_table_is_as_far_behind_as_the_oldest_file_it_lacks(tmp_path: Path,
     assert {name: f.behind_s for name, f in found.items()} == {k: round(v, 3) for k, v in expected.items()}
     assert found["combined"].oldest == "a2.jsonl" and found["combined"].waiting == {"landing/a": 1, "landing/b": 1}
     assert found["b_raw"].waiting == {"landing/b": 1} and found["a_raw"].waiting == {"landing/a": 0}
+    shared: dict = {}  # what the sensor passes: each folder listed once for the three tables
+    assert {t.name: freshness(paths, t.name, now, listed=shared) for t in TABLES} == found
+    assert sorted(folder.rsplit("/", 1)[-1] for folder, _ in shared) == ["a", "b"]
 
     later = now + (LIMIT_S + 60) * 1_000_000_000  # the check as it will stand in 11 minutes
     late = caught_up(paths, "combined", LIMIT_S, later)
@@ -116,6 +120,8 @@ def test_each_table_is_as_far_behind_as_the_oldest_file_it_lacks(tmp_path: Path,
         first = sensor(context)
     assert isinstance(first, dg.SensorResult)
     assert [(e.asset_key.to_user_string(), e.passed) for e in first.asset_events] == [("combined", True)]
+    # Its tick's time is in its skip reason; landing/a and landing/b listed once each.
+    assert re.search(r"\(tick \d+ ms, 2 folder listing\(s\)\)", first.skip_reason.skip_message or "")
 
     result = materialize(defs, instance, "key:b_raw or key:combined")
     evaluation = next(e for e in result.get_asset_check_evaluations() if e.check_name == "caught_up_with_landing")

@@ -134,16 +134,28 @@ def feeding_folders(paths: LakehousePaths, table: str, tables: Sequence[TableSpe
     return found
 
 
-def freshness(paths: LakehousePaths, table: str, now_ns: int, declared: Held | None = None) -> Freshness:
+# (landing folder, globs) -> its entries: one listing per folder for every table a caller judges.
+Listings = dict[tuple[str, tuple[str, ...]], list]
+
+
+def freshness(
+    paths: LakehousePaths, table: str, now_ns: int, declared: Held | None = None, listed: Listings | None = None
+) -> Freshness:
     """How far behind what landed ``table`` is at ``now_ns`` (epoch ns, the clock arrivals use).
 
     :param declared: :func:`feeding_folders`, for a table no run has recorded (``never_run``):
         every file in them waits. Without it such a table is 0 s behind.
+    :param listed: listings already made (and where this call's are kept), so tables fed by the
+        same folder cost one listing of it.
     """
     oldest_ns, oldest_name, waiting = None, "", {}
     held = read_held(paths, table)
+    listed = {} if listed is None else listed
     for folder, mark in (held or declared or {}).items():
-        late = [e for e in list_entries(folder, list(mark.globs)) if e.kind == "file" and e.arrived_ns > mark.held_ns]
+        key = (folder, mark.globs)
+        if key not in listed:
+            listed[key] = list_entries(folder, list(mark.globs))
+        late = [e for e in listed[key] if e.kind == "file" and e.arrived_ns > mark.held_ns]
         waiting[folder.removeprefix(f"{paths.root}/")] = len(late)
         for entry in late:
             if oldest_ns is None or entry.arrived_ns < oldest_ns:
@@ -153,11 +165,17 @@ def freshness(paths: LakehousePaths, table: str, now_ns: int, declared: Held | N
 
 
 def caught_up(
-    paths: LakehousePaths, table: str, max_behind_s: float, now_ns: int | None = None, declared: Held | None = None
+    paths: LakehousePaths,
+    table: str,
+    max_behind_s: float,
+    now_ns: int | None = None,
+    declared: Held | None = None,
+    listed: Listings | None = None,
 ) -> CheckOutcome:
     """The outcome of ``caught_up_with_landing`` on ``table`` now (or at ``now_ns``); a table no
-    run has recorded is judged by the files of ``declared`` (:func:`feeding_folders`)."""
-    found = freshness(paths, table, time.time_ns() if now_ns is None else now_ns, declared)
+    run has recorded is judged by the files of ``declared`` (:func:`feeding_folders`); ``listed``
+    as for :func:`freshness`."""
+    found = freshness(paths, table, time.time_ns() if now_ns is None else now_ns, declared, listed)
     metadata: dict[str, Any] = {
         "behind_s": found.behind_s,
         "max_behind_s": max_behind_s,

@@ -14,7 +14,7 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.check_kinds import CaughtUpWithLanding
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.freshness import caught_up, feeding_folders
+from lakehouse_assets.lib.engine.freshness import Listings, caught_up, feeding_folders
 from lakehouse_assets.lib.paths import LakehousePaths
 
 SENSOR_NAME = "lakehouse_freshness"
@@ -47,8 +47,9 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
         last: dict[str, list] = json.loads(context.cursor) if context.cursor else {}
         now = time.time()
         events, behind = [], []
+        listed: Listings = {}  # each landing folder listed once per tick, whatever the tables it feeds
         for table, check, limit, severity in watched:
-            outcome = caught_up(paths, table, limit, declared=feeding_folders(paths, table, tables))
+            outcome = caught_up(paths, table, limit, declared=feeding_folders(paths, table, tables), listed=listed)
             seconds = outcome.metadata["behind_s"]
             if not outcome.passed:
                 behind.append(f"{table} {seconds:.0f}s")
@@ -66,6 +67,9 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
                 )
             )
         summary = f"behind: {', '.join(behind)}" if behind else f"all {len(watched)} watched tables caught up"
+        took = f"tick {1000 * (time.time() - now):.0f} ms, {len(listed)} folder listing(s)"
+        context.log.info(f"freshness: {summary} ({took})")
+        summary = f"{summary} ({took})"
         return dg.SensorResult(skip_reason=summary, asset_events=events, cursor=json.dumps(last))
 
     return _freshness
