@@ -438,6 +438,28 @@ def test_a_run_that_failed_is_followed_by_another_without_a_new_file_with_back_o
     assert len(harness.requests) == 3
 
 
+def test_a_failed_run_newer_than_a_successful_reexecution_of_an_older_one_is_retried(harness: Harness) -> None:
+    """Runs overlap: B started once A had read the folder, then A's process died and Dagster's
+    re-execution A' (newer than B) re-ran A's failed steps only. B's failure is still to make good."""
+    harness.land("a.jsonl")
+    assert isinstance(harness.tick(), dg.RunRequest)
+    harness.start_run(dg.DagsterRunStatus.FAILURE)  # A
+    b = harness.start_run(dg.DagsterRunStatus.FAILURE)
+    reexecution = str(uuid.uuid4())
+    harness.instance.add_run(
+        dg.DagsterRun(
+            job_name="ingest_events", run_id=reexecution, status=dg.DagsterRunStatus.SUCCESS,
+            tags={SOURCE_TAG: "events", "dagster/parent_run_id": "a", "dagster/root_run_id": "a"},
+        )
+    )  # fmt: skip
+    harness.clock.offset += 30
+    retry = harness.tick()
+    assert isinstance(retry, dg.RunRequest) and retry.tags[RETRY_OF_TAG] == b
+    # A full run that succeeds after them makes both good.
+    harness.finish_run(harness.start_run(dg.DagsterRunStatus.STARTED))
+    assert isinstance(harness.tick(), dg.SkipReason)
+
+
 def test_a_folder_unchanged_since_a_quiet_listing_is_not_listed_again(harness: Harness, monkeypatch) -> None:
     """A tick costs one stat of the folder, not a listing of every file it holds, while nothing
     lands; a file that lands is seen at the next tick."""

@@ -126,5 +126,6 @@ def test_a_table_whose_writer_proves_nothing_checks_changed_keys_against_the_tab
     t.append([("a", 1.0), ("b", 1.0)], txn=True)
     first = t.evaluate(None, writer_keys=None)
     assert first.passed and first.metadata["evaluated"] == "the changed keys against the whole table"
-    assert unique_keys.proven(RULE, ("id",)) and unique_keys.proven(UniqueKeys(("id", "day")), ("id",))
+    assert unique_keys.proven(RULE, ("id",)) and unique_keys.proven(UniqueKeys(("day", "id")), ("id", "day"))
+    assert not unique_keys.proven(UniqueKeys(("id", "day")), ("id",))  # rows sharing id could merge into one
     assert not unique_keys.proven(UniqueKeys(("id",)), ("id", "day")) and not unique_keys.proven(RULE, None)

@@ -69,7 +69,7 @@ class TableCheck:
 
 def unique(*keys: str, severity: Severity = "ERROR") -> TableCheck:
     """No two rows share ``keys`` (checked for the keys that changed; when the table's own writer
-    MERGEs on some of them, for the keys it inserted, with a whole-table check now and then)."""
+    MERGEs on exactly these keys, for the keys it inserted, with a whole-table check now and then)."""
     rule = UniqueKeys(keys)
     return TableCheck(rule.check_name, f"One row per ({', '.join(keys)}).", rule, severity)
 

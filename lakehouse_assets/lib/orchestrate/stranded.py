@@ -30,6 +30,7 @@ __all__ = [
 
 ENDED_BADLY = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 RETRY_OF_TAG = "lakehouse/retry_of"
+PARENT_RUN_TAG = "dagster/parent_run_id"  # Dagster's tag on a re-execution of a run
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -59,16 +60,24 @@ def past_reading(instance: dg.DagsterInstance, run_id: str, readers: Sequence[st
 
 def stranded(instance: dg.DagsterInstance, tags: dict[str, str]) -> Stranded | None:
     """The newest run with ``tags`` when it ended badly, with how many did in a row (of the last
-    20); None when the newest succeeded, is going, or there is none."""
+    20); None when the newest succeeded, is going, or there is none.
+
+    A re-execution that succeeded (Dagster's retry of a run whose process died) is passed over: it
+    re-ran its parent's failed steps only, so it makes nothing good for a run that started after
+    that parent, as one may since runs overlap (the next run starts once the last has read the
+    folder). A run that ended badly before it is then retried once more, at worst for nothing."""
     records = instance.get_run_records(filters=dg.RunsFilter(tags=tags), limit=20)
-    failures = 0
+    failed = []
     for record in records:
-        if record.dagster_run.status not in ENDED_BADLY:
+        run = record.dagster_run
+        if run.status == dg.DagsterRunStatus.SUCCESS and PARENT_RUN_TAG in run.tags:
+            continue
+        if run.status not in ENDED_BADLY:
             break
-        failures += 1
-    if failures == 0:
+        failed.append(record)
+    if not failed:
         return None
-    newest = records[0]
+    newest, failures = failed[0], len(failed)
     run = newest.dagster_run
     ended = newest.end_time or newest.update_timestamp.timestamp()
     return Stranded(run.run_id, run.job_name, run.status.value, ended, failures)
