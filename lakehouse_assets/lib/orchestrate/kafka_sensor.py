@@ -87,9 +87,7 @@ def build_kafka_sensor(
             )
         run = in_flight_run(context.instance, {KAFKA_TAG: subscription})
         # A run past its reading cannot take the new messages: the next run starts now (table pools).
-        if run is not None and not (
-            run.status == dg.DagsterRunStatus.STARTED and past_reading(context.instance, run.run_id, reader_names)
-        ):
+        if run is not None and not past_reading(context.instance, run, reader_names):
             return dg.SkipReason(
                 f"{waiting} new message(s) waiting: run {run.run_id[:8]} of {run.job_name} is "
                 f"{run.status.value}; it or the next run drains them."

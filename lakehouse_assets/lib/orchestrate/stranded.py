@@ -46,14 +46,14 @@ def in_flight_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.Dags
     return runs[0] if runs else None
 
 
-def past_reading(instance: dg.DagsterInstance, run_id: str, readers: Sequence[str]) -> bool:
-    """Every table in ``readers`` (those reading a landing folder or a Kafka subscription) was
-    materialized by run ``run_id``: their queries are over, so what lands now is the next run's."""
-    if not readers:
+def past_reading(instance: dg.DagsterInstance, run: dg.DagsterRun, readers: Sequence[str]) -> bool:
+    """``run`` is going and materialized every table in ``readers`` (those reading a landing
+    folder or a Kafka subscription): their queries are over, so what lands now is the next run's."""
+    if run.status != dg.DagsterRunStatus.STARTED or not readers:
         return False
     for name in readers:
         latest = instance.get_latest_materialization_event(dg.AssetKey(name))
-        if latest is None or latest.run_id != run_id:
+        if latest is None or latest.run_id != run.run_id:
             return False
     return True
 
@@ -95,8 +95,7 @@ class InstanceRuns:
         run = in_flight_run(self.instance, self.tags)
         if run is None:
             return None
-        read = run.status == dg.DagsterRunStatus.STARTED and past_reading(self.instance, run.run_id, self.readers)
-        return GoingRun(run.run_id, run.job_name, run.status.value, read)
+        return GoingRun(run.run_id, run.job_name, run.status.value, past_reading(self.instance, run, self.readers))
 
     @cached_property
     def stranded(self) -> Stranded | None:

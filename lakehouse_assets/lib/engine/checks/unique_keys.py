@@ -50,12 +50,14 @@ def evaluate(rule: UniqueKeys, ctx: CheckContext) -> CheckOutcome:
     count = int(plain(last.metadata.get("evaluations_since_full_scan")) or 0) + 1
     if since == version:
         return CheckOutcome(True, {**last.metadata, **follow, "evaluated": "carried over (no commit since)"})
+    if count >= FULL_SCAN_EVERY:
+        return _whole_table(ctx, keys, follow)
     try:
         inserted = ctx.feed(None, since + 1, version).where(F.col("_change_type") == "insert")
         found = _outcome(inserted, keys, {})
     except Exception:  # noqa: BLE001 - a version without its change data feed (a lost engine fails the next read too)
         return _whole_table(ctx, keys, follow)
-    if not found.passed or count >= FULL_SCAN_EVERY:
+    if not found.passed:
         return _whole_table(ctx, keys, follow)
     evaluated = f"the keys inserted since version {since} (the table's own MERGE keeps the rest unique)"
     return CheckOutcome(
