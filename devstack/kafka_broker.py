@@ -79,14 +79,19 @@ def _resolve(target: Path, log: Path) -> None:
     staging = target.parent / f"{target.name}.{os.getpid()}"
     staging.mkdir(parents=True, exist_ok=True)
     (staging / "ivy.xml").write_text(_ivy_module())
+    # Ivy's cache of its own per process: two setups resolving into one cache at once clash on
+    # its partial downloads (both then fail with files of size 0).
+    ivy_cache = target.parent / f"ivy-cache.{os.getpid()}"
     command = [
         "java", "-jar", str(ivy_jar), "-ivy", str(staging / "ivy.xml"), "-confs", "default",
-        "-cache", str(target.parent / "ivy-cache"), "-retrieve", f"{staging}/[artifact]-[revision](-[classifier]).[ext]",
+        "-cache", str(ivy_cache), "-retrieve", f"{staging}/[artifact]-[revision](-[classifier]).[ext]",
     ]  # fmt: skip
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    shutil.rmtree(ivy_cache, ignore_errors=True)
     if done.returncode != 0 or not list(staging.glob("kafka_*.jar")):
+        shutil.rmtree(staging, ignore_errors=True)
         raise BrokerError(
             f"could not download Kafka {KAFKA_VERSION}'s jars from Maven Central (resolver output in {log})"
         )
