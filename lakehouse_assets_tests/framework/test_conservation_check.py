@@ -62,3 +62,27 @@ def test_a_lost_line_fails_whether_the_stored_rows_come_from_the_appends_or_the_
     outcome = _check(spark, paths, since, [b])
     assert not outcome.passed and f"'{b}', 3, 4" in outcome.metadata["examples"]
     assert outcome.metadata["stored_rows_read_from"] == "the whole table"
+
+
+def test_a_first_evaluation_counts_the_runs_own_files_and_says_so(spark: SparkSession, tmp_path: Path) -> None:
+    """No earlier evaluation (a table older than its Dagster instance): the run's files are
+    counted, those landed before are not re-read, and the metadata says so; without the run's
+    files known, the whole history is counted."""
+    paths = LakehousePaths(str(tmp_path))
+    table, quarantine = paths.table("lines"), paths.table("lines_quarantine")
+    landed = tmp_path / "landing"
+    landed.mkdir()
+    old, new = landed / "old.jsonl", landed / "new.jsonl"
+    old.write_text("one\ntwo\nthree\n")
+    new.write_text("four\nfive\n")
+    a, b = f"file:{old}", f"file:{new}"
+    _append(spark, table, [("one", a), ("two", a)], batch=0)  # an older run lost a line of a
+    _append(spark, quarantine, [], batch=0)
+    _append(spark, table, [("four", b), ("five", b)], batch=1)
+    outcome = _check(spark, paths, {}, [b])
+    assert outcome.passed, outcome.metadata
+    assert outcome.metadata["files_checked"] == 1
+    assert "first evaluation" in outcome.metadata["files_counted"]
+    whole = evaluate(CHECK, CheckContext(spark, paths, "lines", RunReport("lines"), {}, None))
+    assert not whole.passed and f"'{a}', 3, 2" in whole.metadata["examples"]
+    assert whole.metadata["files_checked"] == 2 and "files_counted" not in whole.metadata

@@ -9,7 +9,6 @@ from __future__ import annotations
 import decimal
 import numbers
 from collections.abc import Callable
-from functools import reduce
 from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, Window
@@ -17,18 +16,13 @@ from pyspark.sql import functions as F
 
 from lakehouse_assets.lib.declare import checks as rules
 from lakehouse_assets.lib.declare.checks import CheckOutcome, TableCheck
-from lakehouse_assets.lib.declare.parsing import BLANK
 from lakehouse_assets.lib.declare.sql_names import column
-from lakehouse_assets.lib.engine.checks import reconcile, unique_keys
+from lakehouse_assets.lib.engine.checks import conservation, reconcile, unique_keys
 from lakehouse_assets.lib.engine.checks.check_context import CheckContext
 from lakehouse_assets.lib.engine.checks.check_context import examples as example_rows
+from lakehouse_assets.lib.engine.checks.conservation import lines_of_files
 from lakehouse_assets.lib.engine.freshness import caught_up
 from lakehouse_assets.lib.engine.intake import check as set_aside_check
-from lakehouse_assets.lib.engine.intake.bounds import LINE_MAX_OPTION, hadoop_line_bound
-from lakehouse_assets.lib.engine.intake.set_aside import REASON as SET_ASIDE_REASON
-from lakehouse_assets.lib.engine.reading.landing_names import NO_GLOB, as_landed
-from lakehouse_assets.lib.engine.state import storage
-from lakehouse_assets.lib.settings import current
 
 SAMPLE = 5
 Rule = TypeVar("Rule")
@@ -70,7 +64,7 @@ def null_counts(ctx: CheckContext, columns: list[str], table: str | None = None)
     if ctx.unchanged(table):
         return {}
     changed = ctx.changes(table)
-    rows = _lines_of_files(ctx.read(table) if changed is None else changed)
+    rows = lines_of_files(ctx.read(table) if changed is None else changed)
     counts = rows.agg(*[F.count_if(column(c).isNull()).alias(c) for c in columns]).collect()[0].asDict()
     return {c: int(n or 0) for c, n in counts.items() if n}
 
@@ -135,84 +129,7 @@ def _schema_unchanged(rule: rules.SchemaUnchanged, ctx: CheckContext) -> CheckOu
 
 _evaluates(rules.ReconcilesWith)(reconcile.evaluate)
 _evaluates(rules.NoFilesSetAside)(set_aside_check.evaluate)
-
-
-def _touched_files(rule: rules.LandedLinesConserved, ctx: CheckContext, tables: list[str]) -> tuple[list[str], bool]:
-    """The files to check, in order: those the run's micro-batches named (in their counting pass) when
-    nothing else changed the tables since the last check, else the files of every row changed
-    since (the change feed, one job); and whether their stored rows are all in the appends."""
-    if all(ctx.unchanged(t) for t in tables):
-        return [], False
-    reported = ctx.report.landed_files if ctx.report is not None and rule.source_file == "_source_file" else None
-    written = [ctx.written_by_runs(t) for t in tables] if reported is not None else []
-    if reported is not None and None not in written:
-        return sorted(reported), all(kind == "appends" for kind in written)
-    sources = []  # the source file of every row changed in the table or its quarantine
-    for name in (t for t in tables if not ctx.unchanged(t)):
-        changed = ctx.changes(name, kinds=("insert", "update_preimage", "update_postimage", "delete"))
-        sources.append(_lines_of_files(ctx.read(name) if changed is None else changed).select(rule.source_file))
-    found = reduce(DataFrame.unionByName, sources).distinct().collect()
-    return sorted({r[0] for r in found if not r[0].startswith("kafka://")}), False  # files only, not messages
-
-
-def _stored_rows(ctx: CheckContext, name: str, appended: bool) -> DataFrame | None:
-    """The change feed of the appends since the last check when they hold every stored row of the
-    checked files (it reads the new commits only), else the whole table (which first rebuilds
-    its file list at the new version: Delta's state reconstruction, ~0.7 s per table)."""
-    if not appended:
-        return ctx.read(name)
-    return None if ctx.unchanged(name) else ctx.changes(name, kinds=("insert",))
-
-
-def _lines_of_files(rows: DataFrame) -> DataFrame:
-    """``rows`` without the rows naming a file set aside whole (its lines were never read)."""
-    return rows.where(F.col(SET_ASIDE_REASON).isNull()) if SET_ASIDE_REASON in rows.columns else rows
-
-
-@_evaluates(rules.LandedLinesConserved)
-def _landed_lines_conserved(rule: rules.LandedLinesConserved, ctx: CheckContext) -> CheckOutcome:
-    tables = [ctx.table] + ([rule.quarantine] if rule.quarantine else [])
-    touched, appended = _touched_files(rule, ctx, tables)
-    # A file archived or deleted since (landing retention) can no longer be counted.
-    files = [f for f in touched if storage.exists(f)]
-    if not files:
-        return CheckOutcome(True, {"files_checked": 0, "files_no_longer_landed": len(touched)})
-    # One Spark job: every non-blank landed line and every stored row tagged with its file,
-    # counted per file in one aggregation; only the files whose counts differ come back.
-    lines = (
-        ctx.spark.read.option(NO_GLOB, "false")  # a file named ev*.json is a name, not a pattern
-        .option(LINE_MAX_OPTION, str(hadoop_line_bound(current().landing_max_line_bytes)))  # never a line whole
-        .text(files)
-        .where(~F.col("value").rlike(BLANK))
-        .select(
-            as_landed(F.col("_metadata.file_path")).alias("file"), F.lit(1).alias("landed"), F.lit(0).alias("stored")
-        )
-    )
-    tagged = (F.col(rule.source_file).alias("file"), F.lit(0).alias("landed"), F.lit(1).alias("stored"))
-    scopes = [_stored_rows(ctx, t, appended) for t in tables]
-    stored = [
-        _lines_of_files(rows).where(F.col(rule.source_file).isin(files)).select(*tagged)
-        for rows in scopes
-        if rows is not None
-    ]
-    mismatched = (
-        reduce(DataFrame.unionByName, [lines, *stored])
-        .groupBy("file")
-        .agg(F.sum("landed").alias("count"), F.sum("stored").alias("stored"))
-        .where("count <> stored")
-        .collect()
-    )
-    examples = ", ".join(str((r["file"], r["count"], r["stored"])) for r in mismatched[:SAMPLE])
-    return CheckOutcome(
-        not mismatched,
-        {
-            "files_checked": len(files),
-            "files_no_longer_landed": len(touched) - len(files),
-            "files_mismatched": len(mismatched),
-            "examples": examples or "none",
-            "stored_rows_read_from": "the appends since the last check" if appended else "the whole table",
-        },
-    )
+_evaluates(rules.LandedLinesConserved)(conservation.evaluate)
 
 
 @_evaluates(rules.QuarantineShare)
