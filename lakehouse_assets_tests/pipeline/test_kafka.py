@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,9 @@ from lakehouse_assets.lib import append_flow, kafka, landing, streaming_table
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
+from lakehouse_assets.lib.orchestrate.stranded import RETRY_OF_TAG
 from lakehouse_assets.lib.paths import LakehousePaths
 from verification.crash import materialize_in_child
 from verification.expected import ExpectedEvents
@@ -169,6 +172,44 @@ def test_kafka_and_files_flow_into_bronze_and_out_to_the_sink_exactly(
     new = {change: n for change, n in sent.items() if change not in before}
     assert new and set(new.values()) == {2}, "the batch in flight is re-sent once, whole; nothing else is repeated"
     assert all(sent[change] == n for change, n in before.items())
+
+
+def test_a_failed_kafka_run_is_asked_for_again_without_new_messages(
+    tmp_path: Path, broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The messages a failed run left are still pending, under the same end offsets: the sensor
+    asks for one more run per failed run (after the back-off), not only when more arrive."""
+    root = tmp_path / "lakehouse"
+    produce_round(broker, seed=11)
+    monkeypatch.setenv("LAKEHOUSE_KAFKA_BOOTSTRAP", broker.bootstrap)
+    sensor = next(s for s in build_definitions().sensors if s.name == "kafka_events_sensor")
+    with dg.instance_for_test() as instance:
+
+        def tick():
+            resources = {"lakehouse": LakehouseResource(root=str(root))}
+            return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=resources))
+
+        (request,) = tick().run_requests
+        failed = str(uuid.uuid4())
+        instance.add_run(
+            dg.DagsterRun(
+                job_name="ingest_kafka_events", run_id=failed, status=dg.DagsterRunStatus.FAILURE, tags=request.tags
+            )
+        )
+        waiting = tick()
+        assert not waiting.run_requests and "ended FAILURE (1 in a row)" in waiting.skip_message
+        monkeypatch.setenv("LAKEHOUSE_SENSOR_RETRY_BACKOFF_SECONDS", "0.001")
+        (retry,) = tick().run_requests
+        assert retry.run_key == f"retry-of-{failed}" and retry.run_key != request.run_key
+        assert retry.tags[RETRY_OF_TAG] == failed and retry.tags[KAFKA_TAG] == request.tags[KAFKA_TAG]
+        # The retry going: nothing more is asked for.
+        instance.add_run(
+            dg.DagsterRun(
+                job_name="ingest_kafka_events", run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.QUEUED,
+                tags=retry.tags,
+            )
+        )  # fmt: skip
+        assert not tick().run_requests
 
 
 @streaming_table(group="test", inputs={"lines": kafka("retained")})

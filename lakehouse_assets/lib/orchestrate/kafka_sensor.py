@@ -6,12 +6,14 @@ with the offsets in each reading flow's last committed batch (``offsets/<N>`` wi
 ``commits/<N>`` in its checkpoint). It skips, saying why, when no broker is configured, when
 nothing is new, or while a run of the job is queued or going (that run, or the next, drains
 everything: ``availableNow``). The run key names the end offsets, so a retried tick never
-launches the same messages twice.
+launches the same messages twice; when the last run ended badly, the messages it left are asked
+for again once per failed run, with the landing sensors' back-off (:mod:`.stranded`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,10 +24,11 @@ from lakehouse_assets.lib.declare.inputs import KafkaInput
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.reading.kafka_input import committed_position, kafka_servers
 from lakehouse_assets.lib.errors import KafkaProblem
+from lakehouse_assets.lib.orchestrate.decide import SensorSettings
 from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG, kafka_job_name
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.sensors import in_flight_run
-from lakehouse_assets.lib.orchestrate.stranded import past_reading
+from lakehouse_assets.lib.orchestrate.stranded import past_reading, retry_run_request, stranded
 from lakehouse_assets.lib.settings import current
 
 if TYPE_CHECKING:  # the job type is not exported by name from dagster
@@ -85,18 +88,31 @@ def build_kafka_sensor(
             return dg.SkipReason(
                 f"No new messages in Kafka {subscription}: every reading table has committed its end offsets."
             )
-        run = in_flight_run(context.instance, {KAFKA_TAG: subscription})
+        tags = {KAFKA_TAG: subscription}
+        run = in_flight_run(context.instance, tags)
         # A run past its reading cannot take the new messages: the next run starts now (table pools).
         if run is not None and not past_reading(context.instance, run, reader_names):
             return dg.SkipReason(
                 f"{waiting} new message(s) waiting: run {run.run_id[:8]} of {run.job_name} is "
                 f"{run.status.value}; it or the next run drains them."
             )
+        # The last run ended badly: its messages are still pending, and a request keyed by the same
+        # end offsets would be taken for the one already made. One retry per failed run, backing off.
+        failed = stranded(context.instance, tags) if run is None else None
+        if failed is not None:
+            left = failed.wait_left(time.time(), SensorSettings.from_env().retry)
+            if left > 0:
+                return dg.SkipReason(
+                    f"{waiting} new message(s) waiting: run {failed.run_id[:8]} of {failed.job_name} ended "
+                    f"{failed.status} ({failed.failures} in a row); asking for another run {left:.0f}s from now."
+                )
+            context.log.info(f"{subscription}: the last run ended badly; requesting {job.name} again")
+            return retry_run_request(failed, {**tags, "lakehouse/new_messages": str(waiting)})
         key = hashlib.sha256(repr(ends).encode()).hexdigest()[:16]
         context.log.info(f"{subscription}: requesting {job.name} for {waiting} new message(s)")
         return dg.RunRequest(
             run_key=f"kafka:{subscription}:{key}",
-            tags={KAFKA_TAG: subscription, "lakehouse/new_messages": str(waiting)},
+            tags={**tags, "lakehouse/new_messages": str(waiting)},
         )
 
     return _sensor

@@ -157,7 +157,9 @@ def build_landing_sensor(
                 context.log.info(
                     f"{source}: the last run ended badly; requesting {job.name} again to drain what it left ({took()})"
                 )
-                return retry_run_request(decision.of, tags)
+                return retry_run_request(
+                    decision.of, {**tags, "lakehouse/new_files": "0", "lakehouse/first_new_file": ""}
+                )
             elif isinstance(decision, Request):
                 return _requested(context, source, job.name, decision, took())
             else:

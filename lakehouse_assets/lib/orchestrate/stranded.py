@@ -104,7 +104,4 @@ class InstanceRuns:
 
 def retry_run_request(of: Stranded, tags: dict[str, str]) -> dg.RunRequest:
     """The run that drains what the stranded run ``of`` left (one per failed run: its key)."""
-    return dg.RunRequest(
-        run_key=f"retry-of-{of.run_id}",
-        tags={**tags, RETRY_OF_TAG: of.run_id, "lakehouse/new_files": "0", "lakehouse/first_new_file": ""},
-    )
+    return dg.RunRequest(run_key=f"retry-of-{of.run_id}", tags={**tags, RETRY_OF_TAG: of.run_id})
