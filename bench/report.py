@@ -283,7 +283,24 @@ def write_report(r: dict, path: Path, notes: str = "") -> None:
         lines += ["## Sections that failed", ""]
         for k, v in errors.items():
             lines += [f"**{k}**:", "", "```", v[-1500:], "```", ""]
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n" + _other_benches_blocks(path))
+
+
+# Blocks other benches write into the same file (``make bench-history``, ``make bench-tick``):
+# kept as they are when ``make bench`` writes its own part again.
+_OTHER_BLOCKS = (
+    ("<!-- landing-history -->", "<!-- /landing-history -->"),
+    ("<!-- sensor-tick -->", "<!-- /sensor-tick -->"),
+)
+
+
+def _other_benches_blocks(path: Path) -> str:
+    text = path.read_text() if path.exists() else ""
+    kept = []
+    for start, end in _OTHER_BLOCKS:
+        if start in text and end in text:
+            kept.append(text[text.index(start) : text.index(end) + len(end)])
+    return "".join(f"\n{block}\n" for block in kept)
 
 
 def merge(parts: list[dict], note: str = "") -> dict:
