@@ -3,9 +3,12 @@ one landing folder no complete file its checkpoint has not recorded."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import traceback
 from datetime import UTC, datetime
 
+import dagster as dg
 import pytest
 from delta.tables import DeltaTable
 
@@ -16,6 +19,7 @@ from lakehouse_assets.generate import GeneratorOptions, generate
 from lakehouse_assets.lib.engine.reading.idle import idle_stream_input
 from lakehouse_assets.lib.engine.reading.source_log import seen_files
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.spark.session import SparkResource
 from verification.contract import assert_tables_match_landed_files
 from verification.lakehouse import Lakehouse
 
@@ -99,3 +103,38 @@ def test_a_landing_folder_with_nothing_new_starts_no_query_and_a_new_file_still_
     report = run_table(lh.spark, lh.paths, bronze_events, log=messages.append)
     assert report.batches == 1 and report.rows_read > 0, messages
     assert not any("query not started" in m for m in messages)
+
+
+STARTED: list[str] = []  # a line per session a run of CountedSpark created
+
+
+class CountedSpark(SparkResource):
+    """The framework's Spark resource, noting each session it creates (it is this process's)."""
+
+    def _init_session(self) -> None:
+        if self._spark_session is None:
+            STARTED.append("".join(traceback.format_stack(limit=8)))
+            super()._init_session()
+
+
+def test_a_run_that_finds_nothing_new_starts_no_session(lakehouse: Lakehouse) -> None:
+    lh = lakehouse
+    start = datetime(2026, 11, 20, 10, tzinfo=UTC)
+    [landed] = generate(lh.paths, GeneratorOptions(files=1, rows=40, seed=3, start=start), ["events"])
+    defs = lh.defs
+
+    def run() -> None:
+        assets = list(defs.assets or [])
+        resources = {**defs.resources, "spark": CountedSpark(spark_config={})}
+        assert dg.materialize(assets, resources=resources, instance=lh.instance, selection=EVENTS_CHAIN).success
+
+    STARTED.clear()
+    run()
+    assert len(STARTED) == 1  # a new file: one session for the whole run
+    with gzip.open(landed, "rt") if landed.suffix == ".gz" else landed.open() as file:
+        lines = sum(1 for line in file if line.strip())  # blank lines carry nothing
+    assert lh.table("bronze_events").count() + lh.table("bronze_events_quarantine").count() == lines
+    STARTED.clear()
+    run()
+    assert not STARTED, STARTED[0]  # nothing new, checks included: no session, no JVM
+    assert lh.table("bronze_events").count() + lh.table("bronze_events_quarantine").count() == lines

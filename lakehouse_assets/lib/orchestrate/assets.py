@@ -21,6 +21,7 @@ from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.spark.deferred import deferred_session
 from lakehouse_assets.lib.spark.session import SparkResource
 
 
@@ -206,7 +207,7 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
             context.log.warning(f"{table.name}: {note}")
         try:
             events = table_events(
-                spark.spark_session,
+                deferred_session(lambda: spark.spark_session),
                 lakehouse.paths,
                 table,
                 request,

@@ -25,7 +25,13 @@ from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.schedules import build_maintenance_schedules, build_refresh_schedule
 from lakehouse_assets.lib.orchestrate.sensors import build_landing_sensor
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.settings import Settings, current
 from lakehouse_assets.lib.spark.session import spark_resource
+
+BUILT_KEPT = 8
+_BUILT: dict[
+    tuple[tuple[int, ...], LakehousePaths, bool, bool, Settings], tuple[tuple[TableSpec, ...], dg.Definitions]
+] = {}
 
 AUTOMATION_SENSOR = "lakehouse_automation"
 
@@ -53,6 +59,10 @@ def build_definitions(
 ) -> dg.Definitions:
     """Dagster definitions for ``tables`` under one data root.
 
+    Built once per process for the same tables, root and settings: Dagster calls a
+    ``@dg.definitions`` function each time it loads the code location, six times in one
+    ``dagster asset materialize`` (~0.1 s each on 2 cores).
+
     :param tables: the declared tables (for example ``collect_tables("my_pipeline.defs")``).
     :param paths: the data root (default: ``LAKEHOUSE_ROOT``, read now); checked first (:class:`RootUnusable`).
     :param sensors: add one sensor per landing source and per Kafka subscription, and the
@@ -61,6 +71,16 @@ def build_definitions(
     """
     paths = paths or LakehousePaths.from_env()
     paths.check_root()
+    # The tables are kept with the definitions, so their ids cannot be reused while cached.
+    key = (tuple(map(id, tables)), paths, sensors, schedules, current())
+    if key not in _BUILT:
+        while len(_BUILT) >= BUILT_KEPT:
+            del _BUILT[next(iter(_BUILT))]
+        _BUILT[key] = (tuple(tables), _build(tables, paths, sensors, schedules))
+    return _BUILT[key][1]
+
+
+def _build(tables: Sequence[TableSpec], paths: LakehousePaths, sensors: bool, schedules: bool) -> dg.Definitions:
     ingest = build_ingest_jobs(tables)
     from_kafka = build_kafka_jobs(tables)
     refresh = build_refresh_job()

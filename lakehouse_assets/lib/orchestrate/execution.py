@@ -107,9 +107,11 @@ def _materializations(
     log: Callable[[str], None],
     warn: Callable[[str], None],
     info: Callable[[str], None],
+    before: dict[str, int | None],
 ) -> tuple[RunReport, list[Materialized]]:
     """Run the table's query and describe each selected output (no event is yielded yet, so a
-    transient fault anywhere in here can be retried whole)."""
+    transient fault anywhere in here can be retried whole). ``before``: each Delta output's
+    version before the first try."""
     previous = request.previous or {}
     with timings.span("run_table", table.name):
         report = run_table(
@@ -122,7 +124,7 @@ def _materializations(
             writer=request.writer,
             run_id=request.run_id,
         )
-    _name_new_tables(session, paths, table, previous, warn)
+    _name_new_tables(session, paths, table, previous, before, warn)
     materialized = []
     own_path = table.sink.own_path()
     if table.name in request.assets and own_path is not None:
@@ -151,12 +153,18 @@ def _name_new_tables(
     paths: LakehousePaths,
     table: TableSpec,
     previous: dict[str, dict[str, Any]],
+    before: dict[str, int | None],
     warn: Callable[[str], None],
 ) -> None:
     """Register in the catalog each output under the data root that no earlier materialization
-    recorded (a first run, a full refresh), so ``spark.table(name)`` finds it."""
+    recorded (a first run, a full refresh) and this run wrote, so ``spark.table(name)`` finds it.
+    A run that wrote nothing asks nothing of Spark (an output it did not write was registered by
+    the run that did)."""
     for name in table.delta_outputs:
-        if "delta_version" in previous.get(name, {}) or delta_log.delta_version(paths.table(name)) is None:
+        if "delta_version" in previous.get(name, {}):
+            continue
+        version = delta_log.delta_version(paths.table(name))
+        if version is None or version == before.get(name):
             continue
         try:
             register_table(session, name, paths.table(name), warn)
@@ -188,10 +196,11 @@ def table_events(
     previous = request.previous or {}
     versions, schema = _previous_state(previous, table)
     warn = warn or log
+    before = {name: delta_log.delta_version(paths.table(name)) for name in table.delta_outputs}
     try:
         session, (report, materialized) = retrying(
             table.name,
-            lambda s: _materializations(s, paths, table, request, log, warn, info or log),
+            lambda s: _materializations(s, paths, table, request, log, warn, info or log, before),
             session,
             warn,
             renew,
