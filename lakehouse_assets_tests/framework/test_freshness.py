@@ -121,7 +121,9 @@ def test_each_table_is_as_far_behind_as_the_oldest_file_it_lacks(tmp_path: Path,
     assert isinstance(first, dg.SensorResult)
     assert [(e.asset_key.to_user_string(), e.passed) for e in first.asset_events] == [("combined", True)]
     # Its tick's time is in its skip reason; landing/a and landing/b listed once each.
-    assert re.search(r"\(tick \d+ ms, 2 folder listing\(s\)\)", first.skip_reason.skip_message or "")
+    assert re.search(
+        r"\(tick \d+ ms, 2 folder listing\(s\), entries looked at: 4\)", first.skip_reason.skip_message or ""
+    )
 
     result = materialize(defs, instance, "key:b_raw or key:combined")
     evaluation = next(e for e in result.get_asset_check_evaluations() if e.check_name == "caught_up_with_landing")
@@ -130,3 +132,10 @@ def test_each_table_is_as_far_behind_as_the_oldest_file_it_lacks(tmp_path: Path,
     assert {t.name: freshness(paths, t.name, later).behind_s for t in TABLES} == dict.fromkeys(
         ("a_raw", "b_raw", "combined"), 0.0
     )
+
+    # The next tick looks at the one file landed since the last, not at the folders' history.
+    land(root, "a", "a3.jsonl")
+    with dg.build_sensor_context(instance=instance, cursor=first.cursor) as context:
+        second = sensor(context)
+    assert isinstance(second, dg.SensorResult) and second.asset_events == []  # still within its limit
+    assert "2 folder listing(s), entries looked at: 1" in (second.skip_reason.skip_message or "")

@@ -28,14 +28,14 @@ def land(folder: Path, name: str) -> None:
 def stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names the listings look at one by one."""
     looked: list[str] = []
-    real = landing._local_entry
+    real = landing.local_entry
 
     def counted(entry, *args):
         looked.append(entry.name)
         return real(entry, *args)
 
-    monkeypatch.setattr(landing, "_local_entry", counted)
-    monkeypatch.setattr(entries, "_local_entry", counted)  # a full listing's
+    monkeypatch.setattr(landing, "local_entry", counted)
+    monkeypatch.setattr(entries, "local_entry", counted)  # a full listing's
     return looked
 
 

@@ -28,6 +28,7 @@ from lakehouse_assets.lib.declare.inputs import LandingInput, inputs_of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.intake.admission import intake_folder
 from lakehouse_assets.lib.engine.intake.entries import list_entries
+from lakehouse_assets.lib.engine.intake.late_files import LateFiles
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger
 from lakehouse_assets.lib.engine.reading.landing_names import landing_folder
 from lakehouse_assets.lib.engine.state import storage
@@ -136,6 +137,20 @@ def feeding_folders(paths: LakehousePaths, table: str, tables: Sequence[TableSpe
 
 # (landing folder, globs) -> its entries: one listing per folder for every table a caller judges.
 Listings = dict[tuple[str, tuple[str, ...]], list]
+
+
+def late_listings(
+    paths: LakehousePaths, judged: Sequence[str], tables: Sequence[TableSpec], late: LateFiles
+) -> Listings:
+    """For :func:`freshness` of each table ``judged``: the files of each landing folder feeding
+    them that arrived after the least any of them holds of it, one listing per folder by ``late``
+    (which looks at only what may be new since its last listing)."""
+    floors: dict[tuple[str, tuple[str, ...]], int] = {}
+    for table in judged:
+        for folder, mark in (read_held(paths, table) or feeding_folders(paths, table, tables)).items():
+            key = (folder, mark.globs)
+            floors[key] = min(floors.get(key, mark.held_ns), mark.held_ns)
+    return {key: late.files(key[0], key[1], floor) for key, floor in floors.items()}
 
 
 def freshness(

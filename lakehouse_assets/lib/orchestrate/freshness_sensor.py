@@ -14,7 +14,8 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.check_kinds import CaughtUpWithLanding
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.freshness import Listings, caught_up, feeding_folders
+from lakehouse_assets.lib.engine.freshness import caught_up, feeding_folders, late_listings
+from lakehouse_assets.lib.engine.intake.late_files import LateFiles
 from lakehouse_assets.lib.paths import LakehousePaths
 
 SENSOR_NAME = "lakehouse_freshness"
@@ -36,6 +37,7 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
     watched = _watched(tables)
     if not watched:
         return None
+    late = LateFiles()  # kept from tick to tick: a tick looks at only the files that may be new
 
     @dg.sensor(
         name=SENSOR_NAME,
@@ -47,7 +49,9 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
         last: dict[str, list] = json.loads(context.cursor) if context.cursor else {}
         now = time.time()
         events, behind = [], []
-        listed: Listings = {}  # each landing folder listed once per tick, whatever the tables it feeds
+        looked_before = late.looked_at
+        # Each landing folder listed once per tick, whatever the tables it feeds.
+        listed = late_listings(paths, [w[0] for w in watched], tables, late)
         for table, check, limit, severity in watched:
             outcome = caught_up(paths, table, limit, declared=feeding_folders(paths, table, tables), listed=listed)
             seconds = outcome.metadata["behind_s"]
@@ -67,7 +71,10 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
                 )
             )
         summary = f"behind: {', '.join(behind)}" if behind else f"all {len(watched)} watched tables caught up"
-        took = f"tick {1000 * (time.time() - now):.0f} ms, {len(listed)} folder listing(s)"
+        took = (
+            f"tick {1000 * (time.time() - now):.0f} ms, {len(listed)} folder listing(s), "
+            f"entries looked at: {late.looked_at - looked_before}"
+        )
         context.log.info(f"freshness: {summary} ({took})")
         summary = f"{summary} ({took})"
         return dg.SensorResult(skip_reason=summary, asset_events=events, cursor=json.dumps(last))

@@ -35,7 +35,7 @@ from lakehouse_assets.lib.engine.intake.cursor import (
     digest,
     evaluate,
 )
-from lakehouse_assets.lib.engine.intake.entries import _local_entry, list_entries
+from lakehouse_assets.lib.engine.intake.entries import list_entries, local_entry
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete
 
 __all__ = ["Evaluation", "LandedFile", "LandingCursor", "Listing", "digest", "evaluate", "folder_stamp", "scan"]
@@ -144,7 +144,7 @@ def _since_mark(
     patterns = expand_globs(globs)
     new_mark = mark
     for entry in after:
-        found = _local_entry(entry, folder, patterns, False)
+        found = local_entry(entry, folder, patterns, False)
         if found is None:
             continue
         new_mark, below = max(new_mark, found.name), below + 1

@@ -65,7 +65,7 @@ def _link_target(
         return None, f"its link target {target} cannot be read ({error.strerror})"
 
 
-def _local_entry(entry: os.DirEntry[str], folder: Path, patterns: list[str], links_inside: bool) -> Entry | None:
+def local_entry(entry: os.DirEntry[str], folder: Path, patterns: list[str], links_inside: bool) -> Entry | None:
     name = entry.name
     try:
         status = entry.stat(follow_symlinks=False)
@@ -106,7 +106,7 @@ def list_local(folder: Path, globs: Sequence[str], links_inside: bool = False) -
     except FileNotFoundError:
         return []
     found = (
-        _local_entry(e, folder, patterns, links_inside) if is_complete(e.name) else Entry(e.name, "in_progress")
+        local_entry(e, folder, patterns, links_inside) if is_complete(e.name) else Entry(e.name, "in_progress")
         for e in scanned
     )
     return [e for e in found if e is not None]
@@ -131,8 +131,14 @@ def list_objects(prefix: str, globs: Sequence[str]) -> list[Entry]:
     return entries
 
 
+def local_folder(folder: str) -> Path | None:
+    """The local path of ``folder`` (a path or ``file:`` URI); None for object storage."""
+    if "://" in folder and not folder.startswith("file:"):
+        return None
+    return Path(folder.removeprefix("file://").removeprefix("file:"))
+
+
 def list_entries(folder: str, globs: Sequence[str], links_inside: bool = False) -> list[Entry]:
     """:func:`list_local` for a local folder (a path or ``file:`` URI), else :func:`list_objects`."""
-    if "://" in folder and not folder.startswith("file:"):
-        return list_objects(folder, globs)
-    return list_local(Path(folder.removeprefix("file://").removeprefix("file:")), globs, links_inside)
+    local = local_folder(folder)
+    return list_objects(folder, globs) if local is None else list_local(local, globs, links_inside)

@@ -1,0 +1,98 @@
+"""The freshness sensor's listing of a landing folder: the files that arrived after a time, looking
+at only the names after its last listing's mark, and at every file again when the names before
+it do not add up or the time asked moves back. Every answer is checked against a stat of each
+file made here. Spark-free."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from lakehouse_assets.lib.engine.intake.late_files import LateFiles
+
+pytestmark = pytest.mark.unit
+
+GLOBS = ("*.jsonl",)
+
+
+def land(folder: Path, name: str) -> None:
+    (folder / f"_{name}").write_text("{}\n")
+    os.rename(folder / f"_{name}", folder / name)
+
+
+def expected(folder: Path, after_ns: int) -> dict[str, int]:
+    """Every complete .jsonl file's arrival (its inode's change time) when after ``after_ns``."""
+    found = {}
+    for path in folder.iterdir():
+        arrived = path.stat().st_ctime_ns
+        if path.suffix == ".jsonl" and not path.name.startswith(("_", ".")) and arrived > after_ns:
+            found[path.name] = arrived
+    return found
+
+
+def listed(late: LateFiles, folder: Path, after_ns: int) -> dict[str, int]:
+    return {e.name: e.arrived_ns for e in late.files(str(folder), GLOBS, after_ns)}
+
+
+def test_a_listing_looks_at_only_the_names_after_its_mark(tmp_path: Path) -> None:
+    folder = tmp_path / "events"
+    folder.mkdir()
+    for i in range(40):
+        land(folder, f"ev-{i:04d}.jsonl")
+    (folder / "notes.txt").write_text("not read")
+    (folder / "_ev-9999.jsonl").write_text("{}\n")  # still being written
+    late = LateFiles()
+
+    assert listed(late, folder, -1) == expected(folder, -1)
+    assert len(expected(folder, -1)) == 40
+    assert late.looked_at == 41  # every complete entry, the first time
+
+    held = sorted(expected(folder, -1).values())[29]  # a table holds the 30 oldest
+    assert listed(late, folder, held) == expected(folder, held)
+    assert late.looked_at == 41  # nothing new: nothing looked at
+
+    land(folder, "ev-0040.jsonl")
+    assert listed(late, folder, held) == expected(folder, held)
+    assert "ev-0040.jsonl" in expected(folder, held)
+    assert late.looked_at == 42  # the new name only
+
+    held = expected(folder, -1)["ev-0040.jsonl"]  # caught up
+    assert listed(late, folder, held) == {} == expected(folder, held)
+    assert late.looked_at == 42
+
+
+def test_names_added_or_removed_before_the_mark_and_a_time_moved_back_list_all_again(tmp_path: Path) -> None:
+    folder = tmp_path / "events"
+    folder.mkdir()
+    for i in range(20):
+        land(folder, f"ev-{i:04d}.jsonl")
+    late = LateFiles()
+    held = sorted(expected(folder, -1).values())[-1]
+    assert listed(late, folder, held) == {}
+    looked = late.looked_at
+
+    land(folder, "a-late.jsonl")  # a name sorting before every other: only a full listing finds it
+    assert (
+        listed(late, folder, held) == expected(folder, held) == {"a-late.jsonl": expected(folder, -1)["a-late.jsonl"]}
+    )
+    assert late.looked_at == looked + 21
+    held = expected(folder, -1)["a-late.jsonl"]
+
+    for i in range(5):  # retention archives the oldest files
+        (folder / f"ev-{i:04d}.jsonl").unlink()
+    land(folder, "ev-0020.jsonl")
+    assert listed(late, folder, held) == expected(folder, held)
+    assert list(expected(folder, held)) == ["ev-0020.jsonl"]
+
+    assert listed(late, folder, -1) == expected(folder, -1)  # a full refresh: every file waits again
+    assert len(expected(folder, -1)) == 17
+
+
+def test_a_folder_not_there_has_no_late_files(tmp_path: Path) -> None:
+    late = LateFiles()
+    assert listed(late, tmp_path / "nowhere", -1) == {}
+    (tmp_path / "nowhere").mkdir()
+    land(tmp_path / "nowhere", "ev-1.jsonl")
+    assert listed(late, tmp_path / "nowhere", -1) == expected(tmp_path / "nowhere", -1)
