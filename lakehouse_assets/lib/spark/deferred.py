@@ -41,4 +41,3 @@ def deferred_session(create: Callable[[], SparkSession]) -> SparkSession:
         ``spark_session`` property; called at most once.
     """
     return cast(SparkSession, _DeferredSession(create))
-
