@@ -96,3 +96,27 @@ def test_a_folder_not_there_has_no_late_files(tmp_path: Path) -> None:
     (tmp_path / "nowhere").mkdir()
     land(tmp_path / "nowhere", "ev-1.jsonl")
     assert listed(late, tmp_path / "nowhere", -1) == expected(tmp_path / "nowhere", -1)
+
+
+def test_a_listing_kept_under_a_state_folder_serves_the_next_process(tmp_path: Path) -> None:
+    folder, state = tmp_path / "events", str(tmp_path / "state")
+    folder.mkdir()
+    for i in range(30):
+        land(folder, f"ev-{i:04d}.jsonl")
+    held = sorted(expected(folder, -1).values())[-1]
+    first = LateFiles(state)
+    assert listed(first, folder, held) == {}
+    assert first.looked_at == 30
+
+    land(folder, "ev-0030.jsonl")
+    run = LateFiles(state)  # another process: a run's check
+    assert listed(run, folder, held) == expected(folder, held)
+    assert list(expected(folder, held)) == ["ev-0030.jsonl"]
+    assert run.looked_at == 1
+
+    for memo in Path(state).iterdir():
+        memo.write_text("{not json")  # a torn or foreign file: list whole, then keep a new one
+    broken = LateFiles(state)
+    assert listed(broken, folder, held) == expected(folder, held)
+    assert broken.looked_at == 31
+    assert listed(LateFiles(state), folder, held) == expected(folder, held)

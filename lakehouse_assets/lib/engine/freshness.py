@@ -27,7 +27,6 @@ from lakehouse_assets.lib.declare.check_kinds import CheckOutcome
 from lakehouse_assets.lib.declare.inputs import LandingInput, inputs_of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.intake.admission import intake_folder
-from lakehouse_assets.lib.engine.intake.entries import list_entries
 from lakehouse_assets.lib.engine.intake.late_files import LateFiles
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger
 from lakehouse_assets.lib.engine.reading.landing_names import landing_folder
@@ -53,6 +52,12 @@ Held = dict[str, Mark]
 
 def held_path(paths: LakehousePaths, table: str) -> str:
     return f"{paths.root}/_lakehouse/held/{table}.json"
+
+
+def late_files(paths: LakehousePaths) -> LateFiles:
+    """Listings of the landing folders that keep what they saw under the data root, so each run's
+    check and the sensor's ticks look at only what may be new since any of them last listed."""
+    return LateFiles(f"{paths.root}/_lakehouse/late_files")
 
 
 def read_held(paths: LakehousePaths, table: str) -> Held:
@@ -154,7 +159,12 @@ def late_listings(
 
 
 def freshness(
-    paths: LakehousePaths, table: str, now_ns: int, declared: Held | None = None, listed: Listings | None = None
+    paths: LakehousePaths,
+    table: str,
+    now_ns: int,
+    declared: Held | None = None,
+    listed: Listings | None = None,
+    late: LateFiles | None = None,
 ) -> Freshness:
     """How far behind what landed ``table`` is at ``now_ns`` (epoch ns, the clock arrivals use).
 
@@ -162,6 +172,7 @@ def freshness(
         every file in them waits. Without it such a table is 0 s behind.
     :param listed: listings already made (and where this call's are kept), so tables fed by the
         same folder cost one listing of it.
+    :param late: how a folder not listed yet is listed (default: :func:`late_files`).
     """
     oldest_ns, oldest_name, waiting = None, "", {}
     held = read_held(paths, table)
@@ -169,10 +180,11 @@ def freshness(
     for folder, mark in (held or declared or {}).items():
         key = (folder, mark.globs)
         if key not in listed:
-            listed[key] = list_entries(folder, list(mark.globs))
-        late = [e for e in listed[key] if e.kind == "file" and e.arrived_ns > mark.held_ns]
-        waiting[folder.removeprefix(f"{paths.root}/")] = len(late)
-        for entry in late:
+            late = late or late_files(paths)
+            listed[key] = late.files(folder, mark.globs, mark.held_ns)
+        arrived = [e for e in listed[key] if e.kind == "file" and e.arrived_ns > mark.held_ns]
+        waiting[folder.removeprefix(f"{paths.root}/")] = len(arrived)
+        for entry in arrived:
             if oldest_ns is None or entry.arrived_ns < oldest_ns:
                 oldest_ns, oldest_name = entry.arrived_ns, entry.name
     behind = 0.0 if oldest_ns is None else max(0.0, (now_ns - oldest_ns) / 1e9)

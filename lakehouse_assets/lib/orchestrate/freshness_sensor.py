@@ -14,8 +14,7 @@ import dagster as dg
 
 from lakehouse_assets.lib.declare.check_kinds import CaughtUpWithLanding
 from lakehouse_assets.lib.declare.table import TableSpec
-from lakehouse_assets.lib.engine.freshness import caught_up, feeding_folders, late_listings
-from lakehouse_assets.lib.engine.intake.late_files import LateFiles
+from lakehouse_assets.lib.engine.freshness import caught_up, feeding_folders, late_files, late_listings
 from lakehouse_assets.lib.paths import LakehousePaths
 
 SENSOR_NAME = "lakehouse_freshness"
@@ -37,7 +36,7 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
     watched = _watched(tables)
     if not watched:
         return None
-    late = LateFiles()  # kept from tick to tick: a tick looks at only the files that may be new
+    late = late_files(paths)  # a tick looks at only the files that may be new since the last listing
 
     @dg.sensor(
         name=SENSOR_NAME,
