@@ -144,17 +144,32 @@ def feeding_folders(paths: LakehousePaths, table: str, tables: Sequence[TableSpe
 Listings = dict[tuple[str, tuple[str, ...]], list]
 
 
+def held_floors(paths: LakehousePaths) -> dict[str, int]:
+    """Per landing folder, the least any table holds of it (of those whose runs recorded one).
+
+    Every listing asks :class:`LateFiles` for the files after this floor, not after its own
+    table's mark: the memo a listing leaves then serves the next one whatever table it is for,
+    and the floor only rises as the slowest table catches up."""
+    floors: dict[str, int] = {}
+    for name in storage.list_names(f"{paths.root}/_lakehouse/held"):
+        if name.endswith(".json"):
+            for folder, mark in read_held(paths, name.removesuffix(".json")).items():
+                floors[folder] = min(floors.get(folder, mark.held_ns), mark.held_ns)
+    return floors
+
+
 def late_listings(
     paths: LakehousePaths, judged: Sequence[str], tables: Sequence[TableSpec], late: LateFiles
 ) -> Listings:
     """For :func:`freshness` of each table ``judged``: the files of each landing folder feeding
     them that arrived after the least any of them holds of it, one listing per folder by ``late``
     (which looks at only what may be new since its last listing)."""
+    held = held_floors(paths)
     floors: dict[tuple[str, tuple[str, ...]], int] = {}
     for table in judged:
         for folder, mark in (read_held(paths, table) or feeding_folders(paths, table, tables)).items():
             key = (folder, mark.globs)
-            floors[key] = min(floors.get(key, mark.held_ns), mark.held_ns)
+            floors[key] = min(floors.get(key, mark.held_ns), mark.held_ns, held.get(folder, mark.held_ns))
     return {key: late.files(key[0], key[1], floor) for key, floor in floors.items()}
 
 
@@ -177,11 +192,13 @@ def freshness(
     oldest_ns, oldest_name, waiting = None, "", {}
     held = read_held(paths, table)
     listed = {} if listed is None else listed
+    floors: dict[str, int] | None = None
     for folder, mark in (held or declared or {}).items():
         key = (folder, mark.globs)
         if key not in listed:
             late = late or late_files(paths)
-            listed[key] = late.files(folder, mark.globs, mark.held_ns)
+            floors = held_floors(paths) if floors is None else floors
+            listed[key] = late.files(folder, mark.globs, min(mark.held_ns, floors.get(folder, mark.held_ns)))
         arrived = [e for e in listed[key] if e.kind == "file" and e.arrived_ns > mark.held_ns]
         waiting[folder.removeprefix(f"{paths.root}/")] = len(arrived)
         for entry in arrived:
