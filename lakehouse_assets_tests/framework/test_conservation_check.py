@@ -27,6 +27,17 @@ def _append(spark: SparkSession, path: str, rows: list[tuple[str, str]], batch: 
     writer.option("delta.enableChangeDataFeed", "true").save(path)
 
 
+def _landed(tmp_path: Path, **files: str) -> tuple[LakehousePaths, str, str, list[str]]:
+    """A data root, the paths of its tables ``lines`` and ``lines_quarantine``, and ``files``
+    (name: text) landed: their URIs as ``_source_file`` holds them, in order."""
+    landed = tmp_path / "landing"
+    landed.mkdir()
+    for name, text in files.items():
+        (landed / name).write_text(text)
+    paths = LakehousePaths(str(tmp_path))
+    return paths, paths.table("lines"), paths.table("lines_quarantine"), [f"file:{landed / n}" for n in files]
+
+
 def _check(spark: SparkSession, paths: LakehousePaths, since: dict[str, int], files: list[str]):
     report = RunReport("lines", landed_files=files)
     return evaluate(CHECK, CheckContext(spark, paths, "lines", report, since, None))
@@ -35,14 +46,9 @@ def _check(spark: SparkSession, paths: LakehousePaths, since: dict[str, int], fi
 def test_a_lost_line_fails_whether_the_stored_rows_come_from_the_appends_or_the_whole_table(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    paths = LakehousePaths(str(tmp_path))
-    table, quarantine = paths.table("lines"), paths.table("lines_quarantine")
-    landed = tmp_path / "landing"
-    landed.mkdir()
-    first, second = landed / "a.jsonl", landed / "b.jsonl"
-    first.write_text("one\ntwo\n\n")
-    second.write_text('{"x": 1}\n{"x": 2}\nnot json\n  \n')
-    a, b = f"file:{first}", f"file:{second}"
+    paths, table, quarantine, (a, b) = _landed(
+        tmp_path, **{"a.jsonl": "one\ntwo\n\n", "b.jsonl": '{"x": 1}\n{"x": 2}\nnot json\n  \n'}
+    )
     _append(spark, table, [("one", a), ("two", a)], batch=0)
     _append(spark, quarantine, [], batch=0)
     since = {"lines": delta_log.delta_version(table) or 0, "lines_quarantine": delta_log.delta_version(quarantine) or 0}
@@ -68,14 +74,9 @@ def test_a_first_evaluation_counts_the_runs_own_files_and_says_so(spark: SparkSe
     """No earlier evaluation (a table older than its Dagster instance): the run's files are
     counted, those landed before are not re-read, and the metadata says so; without the run's
     files known, the whole history is counted."""
-    paths = LakehousePaths(str(tmp_path))
-    table, quarantine = paths.table("lines"), paths.table("lines_quarantine")
-    landed = tmp_path / "landing"
-    landed.mkdir()
-    old, new = landed / "old.jsonl", landed / "new.jsonl"
-    old.write_text("one\ntwo\nthree\n")
-    new.write_text("four\nfive\n")
-    a, b = f"file:{old}", f"file:{new}"
+    paths, table, quarantine, (a, b) = _landed(
+        tmp_path, **{"old.jsonl": "one\ntwo\nthree\n", "new.jsonl": "four\nfive\n"}
+    )
     _append(spark, table, [("one", a), ("two", a)], batch=0)  # an older run lost a line of a
     _append(spark, quarantine, [], batch=0)
     _append(spark, table, [("four", b), ("five", b)], batch=1)

@@ -20,9 +20,9 @@ from lakehouse_assets.lib.declare.sql_names import column
 from lakehouse_assets.lib.engine.checks import conservation, reconcile, unique_keys
 from lakehouse_assets.lib.engine.checks.check_context import CheckContext
 from lakehouse_assets.lib.engine.checks.check_context import examples as example_rows
-from lakehouse_assets.lib.engine.checks.conservation import lines_of_files
 from lakehouse_assets.lib.engine.freshness import caught_up
 from lakehouse_assets.lib.engine.intake import check as set_aside_check
+from lakehouse_assets.lib.engine.intake.set_aside import lines_of_files
 
 SAMPLE = 5
 Rule = TypeVar("Rule")

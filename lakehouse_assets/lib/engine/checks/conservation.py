@@ -15,16 +15,10 @@ from lakehouse_assets.lib.declare.checks import CheckOutcome, LandedLinesConserv
 from lakehouse_assets.lib.declare.parsing import BLANK
 from lakehouse_assets.lib.engine.checks.check_context import CheckContext
 from lakehouse_assets.lib.engine.intake.bounds import LINE_MAX_OPTION, hadoop_line_bound
-from lakehouse_assets.lib.engine.intake.set_aside import REASON as SET_ASIDE_REASON
+from lakehouse_assets.lib.engine.intake.set_aside import lines_of_files
 from lakehouse_assets.lib.engine.reading.landing_names import NO_GLOB, as_landed
 from lakehouse_assets.lib.engine.state import storage
 from lakehouse_assets.lib.settings import current
-
-
-def lines_of_files(rows: DataFrame) -> DataFrame:
-    """``rows`` without the rows naming a file set aside whole (its lines were never read)."""
-    return rows.where(F.col(SET_ASIDE_REASON).isNull()) if SET_ASIDE_REASON in rows.columns else rows
-
 
 FIRST_SCOPE = (
     "this run's only: a first evaluation here, with no earlier one to go on from; files landed before not re-counted"

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakehouse_assets.lib.declare.table import TableSpec
@@ -30,6 +31,11 @@ Log = Callable[[str], None]
 REASON = "_set_aside_reason"
 SIZE = "_set_aside_bytes"
 SET_ASIDE_COLUMNS = StructType([StructField(REASON, StringType()), StructField(SIZE, LongType())])
+
+
+def lines_of_files(rows: DataFrame) -> DataFrame:
+    """``rows`` without the rows naming a file set aside whole (its lines were never read)."""
+    return rows.where(F.col(REASON).isNull()) if REASON in rows.columns else rows
 
 
 def landed_uri(folder: str, name: str) -> str:
