@@ -118,6 +118,14 @@ class Gate:
         self.pid = 0
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800, check: bool = True,
         gate: Gate | None = None) -> Proc:  # fmt: skip
     """Run ``cmd`` in its own process group; sample the whole tree's resident memory."""
@@ -169,10 +177,15 @@ def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800
             gate.ready.set()  # never leave a waiter hanging, even when the process failed
     wall = time.monotonic() - started
     # Its JVM outlives it by as long as it writes the class archive (PySpark's driver ends when its
-    # Python closes stdin); the pipe closes when the last of them exits.
+    # Python closes stdin). The pipe may close before: a JVM started inside a Dagster step holds
+    # the step's captured output, not this pipe. So wait for the process group itself.
     from lakehouse_assets.lib.accel.class_archive import DUMP_ENV
 
-    reader.join(timeout=300 if full_env.get(DUMP_ENV) else 10)
+    reader.join(timeout=10)
+    if full_env.get(DUMP_ENV):
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and _group_alive(proc.pid):
+            time.sleep(0.5)
     # Nothing it started may outlive it (a JVM left behind would skew the next figure).
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, 9)

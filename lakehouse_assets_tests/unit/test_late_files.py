@@ -120,3 +120,31 @@ def test_a_listing_kept_under_a_state_folder_serves_the_next_process(tmp_path: P
     assert listed(broken, folder, held) == expected(folder, held)
     assert broken.looked_at == 31
     assert listed(LateFiles(state), folder, held) == expected(folder, held)
+
+
+def test_a_swap_before_the_mark_a_replaced_file_and_a_link_made_a_file_are_all_found(tmp_path: Path) -> None:
+    folder = tmp_path / "events"
+    folder.mkdir()
+    for i in range(10):
+        land(folder, f"ev-{i:04d}.jsonl")
+    (folder / "ev-0009b.jsonl").symlink_to(folder / "ev-0000.jsonl")  # refused: links are not read
+    late = LateFiles()
+    held = sorted(expected(folder, -1).values())[-1]
+    assert listed(late, folder, held) == {}
+
+    (folder / "ev-0001.jsonl").unlink()  # retention takes one out while one lands before the mark:
+    land(folder, "a-late.jsonl")  # as many names as before
+    assert (
+        listed(late, folder, held) == expected(folder, held) == {"a-late.jsonl": expected(folder, -1)["a-late.jsonl"]}
+    )
+    held = expected(folder, -1)["a-late.jsonl"]
+
+    land(folder, "ev-0005.jsonl")  # landed again under a name already seen
+    assert listed(late, folder, held) == expected(folder, held)
+    assert list(expected(folder, held)) == ["ev-0005.jsonl"]
+    held = expected(folder, -1)["ev-0005.jsonl"]
+
+    (folder / "ev-0009b.jsonl").unlink()  # the link replaced by a file of its own
+    land(folder, "ev-0009b.jsonl")
+    assert listed(late, folder, held) == expected(folder, held)
+    assert list(expected(folder, held)) == ["ev-0009b.jsonl"]

@@ -144,17 +144,26 @@ def feeding_folders(paths: LakehousePaths, table: str, tables: Sequence[TableSpe
 Listings = dict[tuple[str, tuple[str, ...]], list]
 
 
-def held_floors(paths: LakehousePaths) -> dict[str, int]:
+def held_floors(paths: LakehousePaths, declared: Sequence[str] | None = None) -> dict[str, int]:
     """Per landing folder, the least any table holds of it (of those whose runs recorded one).
 
     Every listing asks :class:`LateFiles` for the files after this floor, not after its own
     table's mark: the memo a listing leaves then serves the next one whatever table it is for,
-    and the floor only rises as the slowest table catches up."""
+    and the floor only rises as the slowest table catches up.
+
+    :param paths: the data root.
+    :param declared: the tables to count (default: every table with a record, including any no
+        longer declared, whose old mark then keeps the floor low: each listing is whole again).
+    """
+    names = declared
+    if names is None:
+        names = [
+            n.removesuffix(".json") for n in storage.list_names(f"{paths.root}/_lakehouse/held") if n.endswith(".json")
+        ]
     floors: dict[str, int] = {}
-    for name in storage.list_names(f"{paths.root}/_lakehouse/held"):
-        if name.endswith(".json"):
-            for folder, mark in read_held(paths, name.removesuffix(".json")).items():
-                floors[folder] = min(floors.get(folder, mark.held_ns), mark.held_ns)
+    for name in names:
+        for folder, mark in read_held(paths, name).items():
+            floors[folder] = min(floors.get(folder, mark.held_ns), mark.held_ns)
     return floors
 
 
@@ -162,9 +171,14 @@ def late_listings(
     paths: LakehousePaths, judged: Sequence[str], tables: Sequence[TableSpec], late: LateFiles
 ) -> Listings:
     """For :func:`freshness` of each table ``judged``: the files of each landing folder feeding
-    them that arrived after the least any of them holds of it, one listing per folder by ``late``
-    (which looks at only what may be new since its last listing)."""
-    held = held_floors(paths)
+    them that arrived after the least any table holds of it, one listing per folder.
+
+    :param paths: the data root.
+    :param judged: the tables whose freshness is asked.
+    :param tables: every declared table.
+    :param late: the listings (which look at only what may be new since the last one).
+    """
+    held = held_floors(paths, [t.name for t in tables])
     floors: dict[tuple[str, tuple[str, ...]], int] = {}
     for table in judged:
         for folder, mark in (read_held(paths, table) or feeding_folders(paths, table, tables)).items():

@@ -4,6 +4,7 @@ net, resources."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import dagster as dg
@@ -29,6 +30,7 @@ from lakehouse_assets.lib.settings import Settings, current
 from lakehouse_assets.lib.spark.session import spark_resource
 
 BUILT_KEPT = 8
+_BUILDING = threading.Lock()
 _BUILT: dict[
     tuple[tuple[int, ...], LakehousePaths, bool, bool, Settings], tuple[tuple[TableSpec, ...], dg.Definitions]
 ] = {}
@@ -73,11 +75,12 @@ def build_definitions(
     paths.check_root()
     # The tables are kept with the definitions, so their ids cannot be reused while cached.
     key = (tuple(map(id, tables)), paths, sensors, schedules, current())
-    if key not in _BUILT:
-        while len(_BUILT) >= BUILT_KEPT:
-            del _BUILT[next(iter(_BUILT))]
-        _BUILT[key] = (tuple(tables), _build(tables, paths, sensors, schedules))
-    return _BUILT[key][1]
+    with _BUILDING:  # a code server loads its location from several threads
+        if key not in _BUILT:
+            while len(_BUILT) >= BUILT_KEPT:
+                del _BUILT[next(iter(_BUILT))]
+            _BUILT[key] = (tuple(tables), _build(tables, paths, sensors, schedules))
+        return _BUILT[key][1]
 
 
 def _build(tables: Sequence[TableSpec], paths: LakehousePaths, sensors: bool, schedules: bool) -> dg.Definitions:

@@ -25,13 +25,14 @@ from lakehouse_assets.lib.engine.errors import engine_lost
 from lakehouse_assets.lib.engine.report import RunReport
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.engine.state import delta_log, event_log
-from lakehouse_assets.lib.engine.state.catalog import register_table
+from lakehouse_assets.lib.engine.state.catalog import mark_registered, register_table, registered
 from lakehouse_assets.lib.engine.state.run_events import table_run_events
 from lakehouse_assets.lib.errors import LakehouseError, first_line
 from lakehouse_assets.lib.orchestrate.metadata import last_change, quarantine_run_metadata, run_metadata, table_metadata
 from lakehouse_assets.lib.orchestrate.retries import retrying
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
+from lakehouse_assets.lib.spark.deferred import started
 from lakehouse_assets.lib.spark.session import EngineWatch
 
 CHECK_THREADS = 4
@@ -107,11 +108,9 @@ def _materializations(
     log: Callable[[str], None],
     warn: Callable[[str], None],
     info: Callable[[str], None],
-    before: dict[str, int | None],
 ) -> tuple[RunReport, list[Materialized]]:
     """Run the table's query and describe each selected output (no event is yielded yet, so a
-    transient fault anywhere in here can be retried whole). ``before``: each Delta output's
-    version before the first try."""
+    transient fault anywhere in here can be retried whole)."""
     previous = request.previous or {}
     with timings.span("run_table", table.name):
         report = run_table(
@@ -124,7 +123,7 @@ def _materializations(
             writer=request.writer,
             run_id=request.run_id,
         )
-    _name_new_tables(session, paths, table, previous, before, warn)
+    _name_new_tables(session, paths, table, previous, warn)
     materialized = []
     own_path = table.sink.own_path()
     if table.name in request.assets and own_path is not None:
@@ -153,21 +152,19 @@ def _name_new_tables(
     paths: LakehousePaths,
     table: TableSpec,
     previous: dict[str, dict[str, Any]],
-    before: dict[str, int | None],
     warn: Callable[[str], None],
 ) -> None:
     """Register in the catalog each output under the data root that no earlier materialization
-    recorded (a first run, a full refresh) and this run wrote, so ``spark.table(name)`` finds it.
-    A run that wrote nothing asks nothing of Spark (an output it did not write was registered by
-    the run that did)."""
+    recorded (a first run, a full refresh) and no run registered yet (:func:`registered`), so
+    ``spark.table(name)`` finds it. A run whose outputs are all registered asks nothing of Spark."""
     for name in table.delta_outputs:
-        if "delta_version" in previous.get(name, {}):
+        if "delta_version" in previous.get(name, {}) or registered(paths, name):
             continue
-        version = delta_log.delta_version(paths.table(name))
-        if version is None or version == before.get(name):
+        if delta_log.delta_version(paths.table(name)) is None:
             continue
         try:
             register_table(session, name, paths.table(name), warn)
+            mark_registered(paths, name)
         except Exception as error:
             if engine_lost(error, current().spark_remote):
                 raise
@@ -196,11 +193,10 @@ def table_events(
     previous = request.previous or {}
     versions, schema = _previous_state(previous, table)
     warn = warn or log
-    before = {name: delta_log.delta_version(paths.table(name)) for name in table.delta_outputs}
     try:
         session, (report, materialized) = retrying(
             table.name,
-            lambda s: _materializations(s, paths, table, request, log, warn, info or log, before),
+            lambda s: _materializations(s, paths, table, request, log, warn, info or log),
             session,
             warn,
             renew,
@@ -224,6 +220,8 @@ def table_events(
     }
 
     def evaluate_all(on: SparkSession) -> list[CheckOutcome]:
+        # The session made here, not by the first of the check threads (its failure is the run's).
+        on = started(on)
         context = CheckContext(
             on, paths, table.name, report, versions, schema, carried, writer_keys=table.sink.unique_keys()
         )

@@ -10,6 +10,7 @@ read, then every attribute is the real session's.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -19,16 +20,26 @@ from pyspark.sql import SparkSession
 class _DeferredSession:
     """Stands for the session ``create`` returns, calling it on first attribute access."""
 
-    __slots__ = ("_create", "_session")
+    __slots__ = ("_create", "_lock", "_session")
 
     def __init__(self, create: Callable[[], SparkSession]) -> None:
         self._create = create
+        self._lock = threading.Lock()  # a run's checks use it from several threads
         self._session: SparkSession | None = None
 
+    def real(self) -> SparkSession:
+        with self._lock:
+            if self._session is None:
+                self._session = self._create()
+            return self._session
+
     def __getattr__(self, name: str) -> Any:
-        if self._session is None:
-            self._session = self._create()
-        return getattr(self._session, name)
+        if name in self.__slots__ or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)  # copy, pickle and other protocol probes: no session for them
+        return getattr(self.real(), name)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a deferred Spark session cannot be copied or pickled")
 
     def __repr__(self) -> str:
         return f"deferred({self._session!r})" if self._session is not None else "deferred(not started)"
@@ -41,3 +52,12 @@ def deferred_session(create: Callable[[], SparkSession]) -> SparkSession:
         ``spark_session`` property; called at most once.
     """
     return cast(SparkSession, _DeferredSession(create))
+
+
+def started(session: SparkSession) -> SparkSession:
+    """The real session behind ``session`` (created now if it is a deferred one not used yet), so
+    that a failure to create it is raised here, not inside whatever uses it first.
+
+    :param session: a session, deferred or not.
+    """
+    return session.real() if isinstance(session, _DeferredSession) else session

@@ -66,6 +66,12 @@ def _link_target(
 
 
 def local_entry(entry: os.DirEntry[str], folder: Path, patterns: list[str], links_inside: bool) -> Entry | None:
+    """What the complete entry ``entry`` of the local ``folder`` is (one ``stat``); None when it
+    went while being looked at.
+
+    :param patterns: the file names read (:func:`expand_globs` of the input's globs).
+    :param links_inside: links to regular files inside ``folder`` are read.
+    """
     name = entry.name
     try:
         status = entry.stat(follow_symlinks=False)

@@ -1,17 +1,20 @@
 """The files of a landing folder that arrived after a given time, looking at only what may be new.
 
-The freshness sensor asks each minute which files of each landing folder arrived after what the
-tables hold. A folder kept for years holds every file ever landed, and a listing that looks at
-each file (one ``stat`` each) costs more every day. :class:`LateFiles` remembers, from its last
-listing of a folder: the greatest name it saw (its mark), how many complete names sort at or
-before it, and those of its files that arrived after the time asked. The next listing reads the
-folder's names (one directory read, no ``stat``) and looks at only the names after the mark.
+The freshness sensor (each minute) and each run's ``caught_up_with_landing`` check ask which
+files of each landing folder arrived after what the tables hold. A folder kept for years holds
+every file ever landed, and a listing that looks at each file (one ``stat`` each) costs more
+every day. :class:`LateFiles` remembers, from its last listing of a local folder: the greatest
+name of a file it saw (its mark), a digest of the names and inode numbers at or before it, the
+entries that are not files to read, and the files that arrived after the time asked. The next
+listing reads the folder's names and inode numbers (one directory read, no ``stat``) and looks
+at only the names after the mark, and again at entries that may have become files (a folder, a
+link, an entry that could not be read).
 
-It looks at every file again when the names at or before the mark no longer add up (a name
-sorting there was added, as a producer whose names do not follow time does, or removed, as
-retention does), or when the time asked moves back (a table's full refresh). Object storage
-lists each object's arrival with its name: nothing is remembered there. A file rewritten in
-place under a name already seen keeps the arrival it had when first seen.
+It looks at every entry again when the digest differs (a name sorting before the mark was added,
+as a producer whose names do not follow time does, or removed, as retention does, or a file was
+replaced by another under its name), when the time asked moves back (a table's full refresh),
+and once an hour. Object storage lists each object's arrival with its name: nothing is
+remembered there. A file rewritten in place keeps the arrival it had when first seen.
 """
 
 from __future__ import annotations
@@ -20,40 +23,46 @@ import hashlib
 import json
 import os
 import time
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lakehouse_assets.lib.engine.intake.entries import Entry, list_entries, local_entry, local_folder
-from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete
+from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete, name_problem
 from lakehouse_assets.lib.engine.state import storage
 
 # A folder with more entries that are not files to read than this is listed whole each time.
 MAX_OTHERS = 1000
-# Every file is looked at again at least this often (a refused file made readable, say).
+# Every entry is looked at again at least this often.
 FULL_LISTING_S = 3600
 # A memo holding more late files than this is not stored (a table that never ran waits for all).
 MAX_STORED_LATE = 10_000
+_MASK = (1 << 64) - 1
+
+
+def _token(name: str, inode: int) -> int:
+    return ((zlib.crc32(name.encode()) << 32) ^ inode) & _MASK
 
 
 @dataclass
 class _Memo:
     mark: str  # the greatest name of a file to read
-    below: int  # files at or before the mark
-    others: set[str]  # complete entries that are not files to read (folders, unmatched, refused)
+    digest: int  # the sum of _token over the files at or before the mark
+    fixed: list[str]  # entries that will never be files to read, by their name alone
+    recheck: list[str]  # other entries that are not files to read now (folders, links, unreadable)
     after_ns: int
     late: dict[str, int]  # name -> arrival: the files at or before the mark that arrived after after_ns
-    full_at: float  # when every file was last looked at (epoch s)
+    full_at: float  # when every entry was last looked at (epoch s)
 
     def dump(self) -> str:
-        return json.dumps({**asdict(self), "others": sorted(self.others)})
+        return json.dumps(asdict(self))
 
     @classmethod
     def load(cls, text: str | None) -> _Memo | None:
         try:
-            data = json.loads(text) if text else None
-            return None if data is None else cls(**{**data, "others": set(data["others"])})
-        except (ValueError, TypeError, KeyError):
-            return None  # unreadable: list whole, then store a new one
+            return cls(**json.loads(text)) if text else None
+        except (ValueError, TypeError):
+            return None  # unreadable or of another version: list whole, then store a new one
 
 
 class LateFiles:
@@ -93,56 +102,92 @@ class LateFiles:
         usable = memo is not None and after_ns >= memo.after_ns and time.time() - memo.full_at < FULL_LISTING_S
         late = self._since_mark(local, globs, memo, after_ns) if memo is not None and usable else None
         if memo is None or late is None:
-            memo, late = self._list_all(folder, globs, after_ns)
-        if len(memo.others) <= MAX_OTHERS:
-            memo.after_ns, memo.late = after_ns, {e.name: e.arrived_ns for e in late}
+            memo, late = self._list_all(local, globs, after_ns)
+        memo.after_ns, memo.late = after_ns, {e.name: e.arrived_ns for e in late}
+        keep = len(memo.fixed) + len(memo.recheck) <= MAX_OTHERS
+        if keep:
             self._memos[key] = memo
-            if stored and len(late) <= MAX_STORED_LATE:
+        if stored:
+            if keep and len(late) <= MAX_STORED_LATE:
                 storage.write_text(stored, memo.dump())
+            else:
+                storage.delete(stored)  # an older memo would only cost a listing that finds it stale
         return late
 
-    def _list_all(self, folder: str, globs: tuple[str, ...], after_ns: int) -> tuple[_Memo, list[Entry]]:
-        entries = [e for e in list_entries(folder, globs) if e.kind != "in_progress"]
-        self.looked_at += len(entries)
-        files = [e for e in entries if e.kind == "file"]
-        others = {e.name for e in entries if e.kind != "file"}
-        memo = _Memo(max((f.name for f in files), default=""), len(files), others, after_ns, {}, time.time())
-        return memo, [f for f in files if f.arrived_ns > after_ns]
-
-    def _since_mark(self, folder: Path, globs: tuple[str, ...], memo: _Memo, after_ns: int) -> list[Entry] | None:
-        """The late files, looking at only the names after ``memo``'s mark that were not seen
-        before (``memo`` updated); None when the files at or before the mark do not add up."""
+    @staticmethod
+    def _scan(folder: Path) -> list[os.DirEntry[str]]:
         try:
             with os.scandir(folder) as scanned:
-                names = [e for e in scanned if is_complete(e.name) and e.name not in memo.others]
+                return [e for e in scanned if is_complete(e.name)]
         except FileNotFoundError:
-            names = []
-        late, after = [], []
-        below = 0
-        for entry in names:
-            if entry.name > memo.mark:
-                after.append(entry)
-                continue
-            below += 1
-            arrived = memo.late.get(entry.name)
-            if arrived is not None and arrived > after_ns:
-                late.append(Entry(entry.name, "file", arrived))
-        if below != memo.below:
-            return None
-        patterns = expand_globs(globs)
-        new_files = []
-        for entry in after:
-            self.looked_at += 1
-            found = local_entry(entry, folder, patterns, links_inside=False)
+            return []
+
+    def _look(self, entry: os.DirEntry[str], folder: Path, patterns: list[str]) -> Entry | None:
+        self.looked_at += 1
+        return local_entry(entry, folder, patterns, links_inside=False)
+
+    def _list_all(self, folder: Path, globs: tuple[str, ...], after_ns: int) -> tuple[_Memo, list[Entry]]:
+        memo = _Memo("", 0, [], [], after_ns, {}, time.time())
+        late: list[Entry] = []
+        self._add(memo, self._scan(folder), folder, expand_globs(globs), after_ns, late)
+        return memo, late
+
+    def _add(
+        self,
+        memo: _Memo,
+        entries: list[os.DirEntry[str]],
+        folder: Path,
+        patterns: list[str],
+        after_ns: int,
+        late: list[Entry],
+    ) -> None:
+        """Look at ``entries`` (all after ``memo``'s mark) one by one: the late files go to
+        ``late``, the rest into ``memo``; the mark moves to the greatest file name."""
+        files = []
+        for entry in entries:
+            found = self._look(entry, folder, patterns)
             if found is None:
                 continue  # gone while listing
             if found.kind != "file":
-                memo.others.add(found.name)
+                fixed = found.kind == "unmatched" or (found.kind == "refused" and name_problem(found.name))
+                (memo.fixed if fixed else memo.recheck).append(found.name)
                 continue
-            new_files.append(found.name)
+            files.append((found.name, entry.inode()))
             if found.arrived_ns > after_ns:
                 late.append(found)
-        if new_files:
-            memo.mark = max(new_files)
-            memo.below += len(new_files)
+        if files:
+            memo.mark = max(name for name, _ in files)
+            memo.digest = (memo.digest + sum(_token(n, i) for n, i in files)) & _MASK
+
+    def _since_mark(self, folder: Path, globs: tuple[str, ...], memo: _Memo, after_ns: int) -> list[Entry] | None:
+        """The late files, looking at only the entries after ``memo``'s mark and those to look at
+        again (``memo`` updated); None when the files at or before the mark are not those it saw."""
+        fixed, recheck = set(memo.fixed), set(memo.recheck)
+        late: list[Entry] = []
+        after, again, still_fixed = [], [], []
+        digest = 0
+        for entry in self._scan(folder):
+            name = entry.name
+            if name in fixed:
+                still_fixed.append(name)
+            elif name in recheck:
+                again.append(entry)
+            elif name > memo.mark:
+                after.append(entry)
+            else:
+                digest = (digest + _token(name, entry.inode())) & _MASK
+                arrived = memo.late.get(name)
+                if arrived is not None and arrived > after_ns:
+                    late.append(Entry(name, "file", arrived))
+        if digest != memo.digest:
+            return None
+        patterns = expand_globs(globs)
+        memo.fixed, memo.recheck = still_fixed, []
+        for entry in again:
+            found = self._look(entry, folder, patterns)
+            if found is not None and found.kind == "file":
+                return None  # became a file to read (a link replaced, a permission granted)
+            if found is not None:
+                memo.recheck.append(found.name)
+        self._add(memo, after, folder, patterns, after_ns, late)
         return late

@@ -62,6 +62,22 @@ def register_table(spark: SparkSession, name: str, path: str, warn: Callable[[st
     return True
 
 
+def _marker(paths: LakehousePaths, name: str) -> str:
+    return f"{paths.root}/_lakehouse/registered/{name}"
+
+
+def registered(paths: LakehousePaths, name: str) -> bool:
+    """Whether a run registered ``name`` at its path under the data root (:func:`mark_registered`),
+    read from a file: a run need not ask Spark's catalog again. The engine and the SQL command
+    still register every table when they start (a catalog made anew)."""
+    return storage.read_text(_marker(paths, name)) == paths.table(name)
+
+
+def mark_registered(paths: LakehousePaths, name: str) -> None:
+    """Note that ``name`` is registered at its path under the data root."""
+    storage.write_text(_marker(paths, name), paths.table(name))
+
+
 def table_names(paths: LakehousePaths) -> list[str]:
     """The Delta tables under the data root (folders of ``tables/`` with a commit)."""
     return sorted(
