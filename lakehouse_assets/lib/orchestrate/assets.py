@@ -21,7 +21,7 @@ from lakehouse_assets.lib.orchestrate.metadata import describe_columns
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource, StreamingTableConfig
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
-from lakehouse_assets.lib.spark.deferred import deferred_session
+from lakehouse_assets.lib.spark.deferred import SessionNotStarted, deferred_session
 from lakehouse_assets.lib.spark.session import SparkResource
 
 
@@ -244,10 +244,12 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
             raise dg.Failure(
                 description=str(error), metadata={"cause": dg.MetadataValue.text(trace[-20000:])}
             ) from None
-        except LakehouseError as error:
-            raise dg.Failure(description=str(error)) from None
         except Exception as error:
-            lost = engine_lost(error, current().spark_remote) or engine_refused(error)
+            # A session that could not be created fails the step as its cause would have.
+            cause = error.__cause__ if isinstance(error, SessionNotStarted) and error.__cause__ else error
+            if isinstance(cause, LakehouseError):
+                raise dg.Failure(description=str(cause)) from None
+            lost = engine_lost(cause, current().spark_remote) or engine_refused(cause)
             if lost is None:
                 raise
             raise dg.Failure(description=f"{table.name}: {lost}") from None

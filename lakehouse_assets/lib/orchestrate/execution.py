@@ -32,7 +32,7 @@ from lakehouse_assets.lib.orchestrate.metadata import last_change, quarantine_ru
 from lakehouse_assets.lib.orchestrate.retries import retrying
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
-from lakehouse_assets.lib.spark.deferred import started
+from lakehouse_assets.lib.spark.deferred import SessionNotStarted
 from lakehouse_assets.lib.spark.session import EngineWatch
 
 CHECK_THREADS = 4
@@ -94,7 +94,7 @@ def evaluate_check(check: TableCheck, ctx: CheckContext) -> CheckOutcome:
     try:
         outcome = evaluate(check, ctx)
     except Exception as error:
-        if engine_lost(error, current().spark_remote):
+        if engine_lost(error, current().spark_remote) or isinstance(error, SessionNotStarted):
             raise  # not the check's failure: the run's
         outcome = CheckOutcome(False, {"error": f"check could not run: {first_line(error)[:500]}"})
     return CheckOutcome(outcome.passed, {**outcome.metadata, "duration_s": round(time.monotonic() - started, 3)})
@@ -220,8 +220,6 @@ def table_events(
     }
 
     def evaluate_all(on: SparkSession) -> list[CheckOutcome]:
-        # The session made here, not by the first of the check threads (its failure is the run's).
-        on = started(on)
         context = CheckContext(
             on, paths, table.name, report, versions, schema, carried, writer_keys=table.sink.unique_keys()
         )

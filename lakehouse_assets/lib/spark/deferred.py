@@ -17,6 +17,11 @@ from typing import Any, cast
 from pyspark.sql import SparkSession
 
 
+class SessionNotStarted(Exception):
+    """Creating the session failed (``__cause__`` says why, and the message is its message): the
+    run's failure, whichever of its parts first needed Spark, e.g. a check in its own thread."""
+
+
 class _DeferredSession:
     """Stands for the session ``create`` returns, calling it on first attribute access."""
 
@@ -30,7 +35,10 @@ class _DeferredSession:
     def real(self) -> SparkSession:
         with self._lock:
             if self._session is None:
-                self._session = self._create()
+                try:
+                    self._session = self._create()
+                except Exception as error:
+                    raise SessionNotStarted(str(error)) from error
             return self._session
 
     def __getattr__(self, name: str) -> Any:
@@ -52,12 +60,3 @@ def deferred_session(create: Callable[[], SparkSession]) -> SparkSession:
         ``spark_session`` property; called at most once.
     """
     return cast(SparkSession, _DeferredSession(create))
-
-
-def started(session: SparkSession) -> SparkSession:
-    """The real session behind ``session`` (created now if it is a deferred one not used yet), so
-    that a failure to create it is raised here, not inside whatever uses it first.
-
-    :param session: a session, deferred or not.
-    """
-    return session.real() if isinstance(session, _DeferredSession) else session
