@@ -22,13 +22,13 @@ from pyspark.sql import functions as F
 
 from devstack.kafka_broker import KafkaBroker
 from devstack.ports import free_port
-from lakehouse_assets.definitions import build_definitions
+from lakehouse_assets.definitions import TABLES, build_definitions
 from lakehouse_assets.generate import Generator, GeneratorOptions, generate
 from lakehouse_assets.lib import append_flow, kafka, landing, streaming_table
 from lakehouse_assets.lib.brokers.kafka_produce import produce_lines
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG
+from lakehouse_assets.lib.orchestrate.jobs import KAFKA_TAG, kafka_subscriptions
 from lakehouse_assets.lib.orchestrate.resources import LakehouseResource
 from lakehouse_assets.lib.orchestrate.stranded import RETRY_OF_TAG
 from lakehouse_assets.lib.paths import LakehousePaths
@@ -178,7 +178,9 @@ def test_a_failed_kafka_run_is_asked_for_again_without_new_messages(
     tmp_path: Path, broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The messages a failed run left are still pending, under the same end offsets: the sensor
-    asks for one more run per failed run (after the back-off), not only when more arrive."""
+    asks for one more run per failed run (after the back-off), not only when more arrive. While
+    that run is going it asks for nothing, until the run is past reading the topic (runs overlap
+    by table)."""
     root = tmp_path / "lakehouse"
     produce_round(broker, seed=11)
     monkeypatch.setenv("LAKEHOUSE_KAFKA_BOOTSTRAP", broker.bootstrap)
@@ -203,14 +205,37 @@ def test_a_failed_kafka_run_is_asked_for_again_without_new_messages(
         assert retry.run_key == f"retry-of-{failed}" and retry.run_key != request.run_key
         assert retry.tags[RETRY_OF_TAG] == failed and retry.tags[KAFKA_TAG] == request.tags[KAFKA_TAG]
         # The retry going (and yet to read the topic): nothing more is asked for.
+        going_id = str(uuid.uuid4())
         instance.add_run(
             dg.DagsterRun(
-                job_name="ingest_kafka_events", run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.STARTED,
-                tags=retry.tags,
+                job_name="ingest_kafka_events", run_id=going_id, status=dg.DagsterRunStatus.STARTED, tags=retry.tags
             )
-        )  # fmt: skip
+        )
         going = tick()
         assert not going.run_requests and "is STARTED" in going.skip_message
+        # Once it has materialized every table reading the topic, what is sent now is the next
+        # run's: it is asked for while the going run finishes its other tables (each table's pool
+        # keeps one writer), keyed by the new end offsets.
+        readers = kafka_subscriptions(TABLES)[request.tags[KAFKA_TAG]]
+        assert readers
+        for table in readers:
+            materialized_by(instance, going_id, table.name)
+        produce_round(broker, seed=12)
+        (overlap,) = tick().run_requests
+        assert overlap.run_key not in (request.run_key, retry.run_key)
+        assert overlap.tags[KAFKA_TAG] == request.tags[KAFKA_TAG] and RETRY_OF_TAG not in overlap.tags
+
+
+def materialized_by(instance: dg.DagsterInstance, run_id: str, table: str) -> None:
+    """Record ``table``'s materialization by run ``run_id``, as its step does."""
+    from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
+
+    event = DagsterEvent(
+        DagsterEventType.ASSET_MATERIALIZATION.value,
+        "ingest_kafka_events",
+        event_specific_data=StepMaterializationData(dg.AssetMaterialization(table)),
+    )
+    instance.report_dagster_event(event, run_id=run_id)
 
 
 @streaming_table(group="test", inputs={"lines": kafka("retained")})
