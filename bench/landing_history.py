@@ -189,21 +189,25 @@ def backfill(workdir: Path, files: int, rows: int) -> dict:
 def report(results: dict) -> str:
     lines = [BLOCK_START, "## Landing history: a lakehouse that has run for a year", ""]
     lines.append(
-        f"Written by `make bench-history` (`bench/landing_history.py`) on {results['when']}, {results['minutes']:.1f} min; "
-        f"history landed and ingested {results['batch']:,} files a run; each figure the median of {results['reps']} "
-        "one-file runs of the events chain (Dagster in a warm process, asset checks included) and of sensor ticks."
+        "Written by `make bench-history` (`bench/landing_history.py`): the history landed and ingested in batches "
+        "(files a run below); each figure the median of the one-file runs of the events chain (Dagster in a warm "
+        "process, asset checks included) and of sensor ticks at that size."
     )
-    lines += ["", "| files before | kept: run | kept: tick, new / quiet | archive: run | archive: tick, new / quiet | Spark's file-source log (kept) | files in landing (kept / archive) |",
+    lines += ["", "| landed files | files before | one-file run | tick, new / quiet | Spark's file-source log | files in landing | measured |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
-    keep, arch = results["keep"], results["archive"]
-    for k, a in zip(keep, arch, strict=True):
-        lines.append(
-            f"| {k['files_before']:,} | {k['run_median_s']:.1f} s | {median(k['tick_new_ms']):.0f} / {median(k['tick_quiet_ms']):.1f} ms "
-            f"| {a['run_median_s']:.1f} s | {median(a['tick_new_ms']):.0f} / {median(a['tick_quiet_ms']):.1f} ms "
-            f"| {k['spark_source_log_bytes'] / 1e6:.1f} MB | {k['files_in_landing']:,} / {a['files_in_landing']:,} |"
-        )
+    variants = [v for v in ("keep", "archive") if results.get(v)]
+    for variant in variants:
+        when = results.get(f"{variant}_when", results.get("when", ""))
+        about = f"{when}, {results.get(f'{variant}_batch', results.get('batch', 0)):,} a run"
+        for level in results[variant]:
+            lines.append(
+                f"| {'kept' if variant == 'keep' else 'archived'} | {level['files_before']:,} | {level['run_median_s']:.1f} s "
+                f"| {median(level['tick_new_ms']):.0f} / {median(level['tick_quiet_ms']):.1f} ms "
+                f"| {level['spark_source_log_bytes'] / 1e6:.1f} MB | {level['files_in_landing']:,} | {about} |"
+            )
     lines += ["", "| target | now | |", "|---|---|---|"]
-    for name, series in (("kept", keep), ("archive", arch)):
+    for variant in variants:
+        series, name = results[variant], "kept" if variant == "keep" else "archive"
         ratio = series[-1]["run_median_s"] / series[0]["run_median_s"]
         tick = median(series[-1]["tick_new_ms"]) / max(median(series[0]["tick_new_ms"]), 0.001)
         lines.append(f"| one-file run at {series[-1]['files_before']:,} files ≤ 1.5× at {series[0]['files_before']:,} ({name}) | "
@@ -234,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--backfill", type=int, default=100_000, help="files of the first backfill (0: none)")
     parser.add_argument("--backfill-rows", type=int, default=10)
+    parser.add_argument(
+        "--variants",
+        default="keep,archive",
+        help="keep, archive or both; the others' figures are kept from the last results",
+    )
     parser.add_argument("--workdir", default=os.environ.get("BENCH_WORKDIR") or str(REPO / ".cache" / "bench-history"))
     args = parser.parse_args(argv)
     # The cursor forgets the history's names a minute on; a tick neither waits for a settling
@@ -243,14 +252,21 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     workdir = Path(args.workdir)
     levels = sorted(int(x) for x in args.levels.split(","))
-    results: dict = {"machine": machine(), "batch": args.batch, "reps": args.reps, "levels": levels}
+    variants = [v for v in ("keep", "archive") if v in args.variants.split(",")]
+    results: dict = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {}
+    for variant in ("keep", "archive"):  # figures from before a per-variant date: the run's date
+        if results.get(variant) and f"{variant}_when" not in results:
+            results[f"{variant}_when"], results[f"{variant}_batch"] = results.get("when"), results.get("batch")
+    results |= {"machine": machine(), "batch": args.batch, "reps": args.reps, "levels": levels}
+    if args.backfill:
+        results.pop("backfill", None)
     # A throwaway root first: the first level is then not measured in a cold JVM and process,
     # which would flatter every later level's ratio to it.
     log("warm-up: a throwaway root of 10 files, measured once and discarded")
     warm = Root(workdir, "warm-up", archive=False)
     warm.grow(10, args.batch)
     measure(warm, 1)
-    for variant in ("keep", "archive"):
+    for variant in variants:
         root = Root(workdir, f"history-{variant}", archive=variant == "archive")
         series = []
         for level in levels:
@@ -262,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"history ({variant}) at {level:,}: run {series[-1]['run_median_s']:.1f}s, ticks {series[-1]['tick_new_ms']}"
             )
         results[variant] = series
+        results[f"{variant}_when"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        results[f"{variant}_batch"] = args.batch
+        write(results)
     results["when"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     results["minutes"] = (time.monotonic() - started) / 60
     write(results)  # the levels are kept even if the backfill is cut short

@@ -2,7 +2,8 @@
 offsets and commits, the table's schema and writer records) does not grow with the files landed
 before: a one-file run after 1,500 earlier files reads no more of it than one after 10 (once the
 run after the backlog has cleaned it: each run cleans the files its predecessor committed).
-(Spark's own file-source log does grow; ``make bench-history`` measures what that costs.)"""
+Spark's own file-source log stays bounded too: once a compact file of it holds the cleaned
+backlog, the next run drops those entries (``engine/intake/forgetting.py``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.engine.state import storage
+from lakehouse_assets.lib.engine.state.checkpoint import query_checkpoint
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets_tests.framework.retention_pipeline.tables import archived
 
@@ -29,6 +31,15 @@ def land(folder: Path, first: int, count: int) -> None:
 
 def test_a_run_reads_as_much_bookkeeping_after_1500_files_as_after_10(tmp_path: Path, spark, monkeypatch) -> None:
     monkeypatch.setenv("LAKEHOUSE_SENSOR_GRACE_SECONDS", "1")  # the cursor remembers names 1 s back
+    interval = "spark.sql.streaming.fileSource.log.compactInterval"
+    spark.conf.set(interval, "3")  # a compact file every third source batch (Spark's default: 10)
+    try:
+        _runs(tmp_path, spark, monkeypatch)
+    finally:
+        spark.conf.unset(interval)
+
+
+def _runs(tmp_path: Path, spark, monkeypatch) -> None:
     paths = LakehousePaths(str(tmp_path / "lakehouse"))
     folder = tmp_path / "lakehouse" / "landing" / "archived"
     read_bytes, counted = storage.read_bytes, []
@@ -64,3 +75,13 @@ def test_a_run_reads_as_much_bookkeeping_after_1500_files_as_after_10(tmp_path: 
     assert rows == 10 + 2 + 1500 + 2
     # Retention kept the landing folder to what the last run read: the next run archives it.
     assert len(list(folder.iterdir())) <= 2
+    # Spark's log: source batches 0 (10 files), 1, 2 (compact), 3 (the backlog), 4 and 5 (compact,
+    # every entry up to it but the 12 dropped at the backlog run's start); run 2002 drops the
+    # entries of the files cleaned, and its query starts from a small compact file.
+    log = Path(query_checkpoint(paths, archived).removeprefix("file:")) / "sources" / "0"
+    assert len((log / "5.compact").read_text().splitlines()) == 1 + 1502
+    one_file_run(2002)
+    assert (log / "5.compact").read_text().splitlines() == ["v1"]
+    one_file_run(2003)  # its query reads the forgetful log: still every file exactly once
+    ids = [r.reading_id for r in spark.read.format("delta").load(paths.table("archived")).collect()]
+    assert sorted(ids) == sorted(f"r{i}" for i in [*range(12 + 1500), 2000, 2001, 2002, 2003])

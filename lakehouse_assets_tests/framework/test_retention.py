@@ -89,3 +89,6 @@ def test_files_are_cleaned_once_committed_whatever_the_kills(tmp_path: Path, spa
     for name, data in archived.items():
         assert (gzip.decompress(data) if name.endswith(".gz") else data) == landing.files["archived"][name]
     assert not (lh.root / "archive" / "deleted").exists()
+    # Spark's file-source log (a compact file every second batch here) forgot every cleaned file.
+    compacts = list((lh.root / "checkpoints" / "archived" / "query" / "sources" / "0").glob("*.compact"))
+    assert compacts and all(p.read_text().splitlines() == ["v1"] for p in compacts), "cleaned files still logged"

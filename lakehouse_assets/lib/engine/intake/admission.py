@@ -17,6 +17,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.engine.intake.bounds import LINE_FORMATS, Limits, needs_reading, size_text, vet_stream
 from lakehouse_assets.lib.engine.intake.cursor import LandedFile, LandingCursor, evaluate
 from lakehouse_assets.lib.engine.intake.entries import Entry, list_entries
+from lakehouse_assets.lib.engine.intake.forgetting import forget_cleaned
 from lakehouse_assets.lib.engine.intake.ledger import IntakeLedger, IntakeState, intake_path
 from lakehouse_assets.lib.engine.intake.retention import clean
 from lakehouse_assets.lib.engine.intake.set_aside import finish_moves, set_aside
@@ -129,6 +130,13 @@ def admit_input(paths: LakehousePaths, flow: TableSpec, intake: Intake, warnings
     if cleaned and state.cursor is not None:  # files the cursor counted that have left the folder
         state.cursor = replace(state.cursor, n=max(0, state.cursor.n - len(cleaned)))
     candidates = {e.name: e for e in entries if e.kind in ("file", "refused") and e.name not in cleaned}
+    if source.clean_source != "off":
+        present = {e.name for e in entries} - cleaned
+        state.forgotten_through, dropped = forget_cleaned(
+            query_checkpoint(paths, flow), intake.folder, present, state.forgotten_through
+        )
+        if dropped:
+            log(f"{source.described}: Spark's file-source log forgets {dropped} cleaned file(s)")
     new, cursor = _new_entries(paths, flow, intake, candidates, grace_ns)
     limits = limits_for(source)
     aside = []

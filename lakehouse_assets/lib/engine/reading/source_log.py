@@ -87,6 +87,40 @@ def planned_files(query_checkpoint: str, folder: str) -> list[str] | None:
     return None
 
 
+def _head(path: str, size: int = 16384) -> str:
+    """The first ``size`` bytes of the file at ``path`` (its first lines), as text."""
+    filesystem, inner = storage.resolve(path)
+    try:
+        with filesystem.open_input_stream(inner, compression=None) as stream:
+            return stream.read(size).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def latest_compact(query_checkpoint: str, folder: str) -> tuple[str, int, int] | None:
+    """The log folder, latest compact batch and source index of the query's file source
+    reading ``folder``; None when it has no compact file yet. Reads one file's first lines."""
+    for index in storage.list_names(f"{query_checkpoint}/sources"):
+        log = f"{query_checkpoint}/sources/{index}"
+        names = [n.removesuffix(".compact") for n in storage.list_names(log) if n.endswith(".compact")]
+        compacts = [int(n) for n in names if n.isdigit()]
+        if compacts and index.isdigit():
+            head = _head(f"{log}/{max(compacts)}.compact").split("\n", 2)
+            if _reads_folder([("", "\n".join(head[:2]))], folder):
+                return log, max(compacts), int(index)
+    return None
+
+
+def committed_log_offset(query_checkpoint: str, index: int) -> int | None:
+    """The file source ``index``'s log offset as of the query's last committed micro-batch
+    (-1 before any); None when it does not read as a file source's offset."""
+    committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
+    if not committed:
+        return -1
+    lines = (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:]
+    return _log_offset(lines[index]) if index < len(lines) else None
+
+
 def seen_files_of(query_checkpoint: str, folder: str) -> set[str] | None:
     """Every base name of ``folder`` the query's file source has recorded (its whole log: read
     once, when a table's intake first meets a checkpoint older than it); None: no log."""
