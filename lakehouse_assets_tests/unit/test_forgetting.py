@@ -39,25 +39,31 @@ def names_in(query: Path, compact: int) -> list[str]:
     return [json.loads(line)["path"].rsplit("/", 1)[-1] for line in lines[1:]]
 
 
-def test_entries_of_cleaned_files_of_committed_batches_go_the_rest_stay(tmp_path: Path) -> None:
-    logged = [("a.json", 0), ("b.json", 0), ("c%20d.json", 1), ("e.json", 1), ("f.json", 2), ("g.json", 2)]
-    query = checkpoint(tmp_path, logged, committed_offset=1, compact=2)
-    present = {"b.json", "c d.json"}  # still landed: Spark must keep knowing them
-    done, dropped = forget_cleaned(str(query), str(tmp_path / "landing"), present, done_through=-1)
-    # a and e were cleaned; f and g belong to the planned batch, which a replay reads again.
-    assert (done, dropped) == (2, 2)
-    assert names_in(query, 2) == ["b.json", "c%20d.json", "f.json", "g.json"]
-    assert not (query / "sources" / "0" / ".2.compact.crc").exists()  # it no longer matches
-    assert not (query / "sources" / "0" / "2.compact").read_text().endswith("\n")
-    # A compact file is looked at once.
-    assert forget_cleaned(str(query), str(tmp_path / "landing"), set(), done_through=2) == (2, 0)
-    assert names_in(query, 2) == ["b.json", "c%20d.json", "f.json", "g.json"]
+def logged_in(path: Path) -> list[str]:
+    return [json.loads(line)["path"].rsplit("/", 1)[-1] for line in path.read_text().splitlines()[1:]]
+
+
+def test_entries_of_cleaned_files_of_committed_batches_go_from_every_file_read_at_start(tmp_path: Path) -> None:
+    logged = [("a.json", 0), ("b.json", 0), ("c%20d.json", 1), ("e.json", 2)]
+    query = checkpoint(tmp_path, logged, committed_offset=3, compact=2)
+    log, landing = query / "sources" / "0", tmp_path / "landing"
+    (log / "3").write_text("v1\n" + "\n".join([entry(landing, "f.json", 3), entry(landing, "a.json", 3)]))
+    (log / "4").write_text("v1\n" + entry(landing, "g.json", 4))  # planned, not committed: a replay reads it
+    (log / "1").write_text("v1\n" + entry(landing, "a.json", 1))  # before the compact: Spark never reads it again
+    # b and "c d" are still landed (Spark must keep knowing them); a, e, f and g are not.
+    dropped = forget_cleaned(str(query), str(landing), {"b.json", "c d.json"})
+    assert dropped == {"a.json", "e.json", "f.json"}
+    assert names_in(query, 2) == ["b.json", "c%20d.json"]
+    assert logged_in(log / "3") == [] and logged_in(log / "4") == ["g.json"] and logged_in(log / "1") == ["a.json"]
+    assert not (log / ".2.compact.crc").exists()  # it no longer matches the file
+    assert not (log / "2.compact").read_text().endswith("\n")  # as Spark writes it
+    assert forget_cleaned(str(query), str(landing), {"b.json", "c d.json"}) == set()  # nothing left to forget
 
 
 def test_a_log_of_another_folder_or_one_that_does_not_read_is_left_alone(tmp_path: Path) -> None:
     query = checkpoint(tmp_path, [("a.json", 0)], committed_offset=1, compact=1)
     before = (query / "sources" / "0" / "1.compact").read_text()
-    assert forget_cleaned(str(query), str(tmp_path / "elsewhere"), set(), -1) == (-1, 0)
+    assert forget_cleaned(str(query), str(tmp_path / "elsewhere"), set()) == set()
     (query / "sources" / "0" / "1.compact").write_text(before + "\nnot json")
-    assert forget_cleaned(str(query), str(tmp_path / "landing"), set(), -1) == (-1, 0)
+    assert forget_cleaned(str(query), str(tmp_path / "landing"), set()) == set()
     assert (query / "sources" / "0" / ".1.compact.crc").exists()

@@ -201,3 +201,22 @@ def test_a_run_leaves_no_list_that_grows_with_every_file(tmp_path: Path) -> None
         after = intakes[0].ledger.load()
         assert after.unexamined == [] and after.admitted == [] and after.committed == [f"m{i}.json"]
     assert sorted(p.name for p in folder.iterdir()) == ["m2.json"], "the committed files were archived"
+
+
+def test_an_archived_file_never_replaces_a_namesake(tmp_path: Path) -> None:
+    from lakehouse_assets.lib.engine.state.storage import move_beside
+
+    landing, archive = tmp_path / "landing", tmp_path / "archive" / "2026" / "12" / "07"
+    landing.mkdir()
+    (landing / "a.json").write_text("first\n")
+    assert move_beside(str(landing / "a.json"), str(archive / "a.json")) == str(archive / "a.json")
+    (landing / "a.json").write_text("second, landed again under the name\n")
+    assert move_beside(str(landing / "a.json"), str(archive / "a.json")) == str(archive / "1-a.json")
+    # A move killed between its link and its unlink is finished, not archived twice.
+    (landing / "b.json").write_text("b\n")
+    os.link(landing / "b.json", archive / "b.json")
+    assert move_beside(str(landing / "b.json"), str(archive / "b.json")) == str(archive / "b.json")
+    assert sorted(p.name for p in archive.iterdir()) == ["1-a.json", "a.json", "b.json"]
+    assert (archive / "a.json").read_text() == "first\n" and not list(landing.iterdir())
+    with pytest.raises(FileNotFoundError):
+        move_beside(str(landing / "b.json"), str(archive / "b.json"))

@@ -130,13 +130,10 @@ def admit_input(paths: LakehousePaths, flow: TableSpec, intake: Intake, warnings
     if cleaned and state.cursor is not None:  # files the cursor counted that have left the folder
         state.cursor = replace(state.cursor, n=max(0, state.cursor.n - len(cleaned)))
     candidates = {e.name: e for e in entries if e.kind in ("file", "refused") and e.name not in cleaned}
-    if source.clean_source != "off":
-        present = {e.name for e in entries} - cleaned
-        state.forgotten_through, dropped = forget_cleaned(
-            query_checkpoint(paths, flow), intake.folder, present, state.forgotten_through
-        )
-        if dropped:
-            log(f"{source.described}: Spark's file-source log forgets {dropped} cleaned file(s)")
+    if source.clean_source != "off":  # Spark's log forgets what left the folder (:mod:`.forgetting`)
+        forgotten = forget_cleaned(query_checkpoint(paths, flow), intake.folder, {e.name for e in entries} - cleaned)
+        if forgotten:
+            log(f"{source.described}: Spark's file-source log forgets {len(forgotten)} cleaned file(s)")
     new, cursor = _new_entries(paths, flow, intake, candidates, grace_ns)
     limits = limits_for(source)
     aside = []

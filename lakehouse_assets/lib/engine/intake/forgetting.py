@@ -1,60 +1,70 @@
 """Spark's file source remembers every file it ever read: each query start reads the latest
-compact file of its log (``sources/<i>/<n>.compact``) whole, ~300 bytes a file, so a year of
-landings costs every run hundreds of MB (``maxFileAge`` does not shorten it). For an input whose
-files leave the landing folder once committed (``clean_source``), that memory is moot: a name no
-longer in the folder cannot be listed again. Once per compact file, the intake drops the
-entries of cleaned files from it, so the log holds what the landing folder holds.
+compact file of its log (``sources/<i>/<n>.compact``) and the batch files after it whole, ~300
+bytes a file, so a year of landings costs every run hundreds of MB (``maxFileAge`` does not
+shorten it). For an input whose files leave the landing folder once committed
+(``clean_source``), that memory is moot: a name no longer in the folder cannot be listed again.
+Worse, it is wrong for a file landed again under a cleaned name, which Spark would skip without
+a word.
 
-Kept: every entry of a source batch the query has not committed (a replay reads them), and
-every entry whose file is still in the folder (Spark must not read it twice). The file is
-rewritten whole (written beside and renamed over; its Hadoop ``.crc`` removed first, so a crash
-leaves the old file, which reads, or the new). A file landed again under a cleaned name is then
-read as a new file, as it should be; before the compact that forgets it, Spark skips it, as
-Auto Loader does by default (``cloudFiles.allowOverwrites`` false).
+So after retention cleans, the entries of committed source batches whose files are no longer in
+the folder are dropped from the log files Spark reads at its start: the log then holds what the
+landing folder holds, what a run reads of it is bounded by the files since its last compact file
+(at most 10 source batches, each emptied by the run after it), and a name landed again is read
+as the new file it is (retention archives it beside its namesake:
+:func:`~lakehouse_assets.lib.engine.state.storage.move_beside`).
+
+Kept: every entry of a source batch the query has not committed (a replay reads them), and every
+entry whose file is still in the folder. A log file is rewritten whole (written beside and
+renamed over; its Hadoop ``.crc`` removed first, so a crash leaves the old file, which reads, or
+the new); nothing is kept in the intake's ledger, so a run killed before it forgot leaves the
+work to the next.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from urllib.parse import unquote
 
-from lakehouse_assets.lib.engine.reading.source_log import committed_log_offset, latest_compact
+from lakehouse_assets.lib.engine.reading.source_log import committed_log_offset, file_source_of, read_files
 from lakehouse_assets.lib.engine.state import storage
 
 
-def forget_cleaned(query_checkpoint: str, folder: str, present: set[str], done_through: int) -> tuple[int, int]:
-    """Drop from the latest compact file of the file source reading ``folder`` the entries of
-    committed source batches whose files are not in ``present`` (the folder's names now).
-
-    :param done_through: the compact batch already done (a compact file is looked at once).
-    :returns: (the compact batch now done, entries dropped); ``done_through`` and 0 when there
-        is nothing to do or the log does not read as expected (then nothing is changed).
-    """
-    found = latest_compact(query_checkpoint, folder)
-    if found is None or found[1] <= done_through:
-        return done_through, 0
-    log, compact, index = found
-    committed = committed_log_offset(query_checkpoint, index)
-    if committed is None:
-        return done_through, 0
-    path = f"{log}/{compact}.compact"
-    text = storage.read_text(path) or ""
-    lines = text.splitlines()
+def _rewrite(path: str, keep: Callable[[str, int], bool]) -> set[str] | None:
+    """Rewrite the log file ``path`` with the entries ``keep(name, batch)`` holds; the names
+    dropped, or None when a line does not read as an entry (then nothing is changed)."""
+    lines = (storage.read_text(path) or "").splitlines()
     if not lines or not lines[0].startswith("v"):
-        return done_through, 0
-    kept = [lines[0]]
+        return None
+    kept, dropped = [lines[0]], set()
     for line in lines[1:]:
         try:
             entry = json.loads(line)
             name, batch = unquote(str(entry["path"]).rstrip("/").rsplit("/", 1)[-1]), int(entry["batchId"])
         except (ValueError, KeyError, TypeError):
-            return done_through, 0
-        if batch > committed or name in present:
+            return None
+        if keep(name, batch):
             kept.append(line)
-    dropped = len(lines) - len(kept)
+        else:
+            dropped.add(name)
     if dropped:
-        crc = f"{log}/.{compact}.compact.crc"
+        folder, file = path.rsplit("/", 1)
+        crc = f"{folder}/.{file}.crc"
         if storage.exists(crc):
             storage.delete(crc)  # Hadoop's local file system checks a file against it when present
         storage.write_text(path, "\n".join(kept))  # as Spark writes it: no final newline
-    return compact, dropped
+    return dropped
+
+
+def forget_cleaned(query_checkpoint: str, folder: str, present: set[str]) -> set[str]:
+    """Drop from the log files the file source reading ``folder`` reads at its start the
+    entries of committed source batches whose files are not in ``present`` (the folder's names
+    now); the names dropped (none when the log does not read as expected: nothing changed)."""
+    source = file_source_of(query_checkpoint, folder)
+    committed = committed_log_offset(query_checkpoint, source.index) if source else None
+    if source is None or committed is None:
+        return set()
+    dropped: set[str] = set()
+    for file in read_files(source):
+        dropped |= _rewrite(f"{source.log}/{file}", lambda n, b: b > committed or n in present) or set()
+    return dropped

@@ -54,9 +54,7 @@ class IntakeState:
     """The intake's cursor (entries already vetted), the cursor as of the last query that read
     everything (``drained``), read failures per file, the files admitted since that query
     (``admitted``) and those it committed that retention has yet to clean (``committed``), and
-    the admitted files schema evolution has yet to look at (inputs whose schema is inferred);
-    for inputs cleaned once committed, the compact file of Spark's log whose cleaned files'
-    entries were dropped (``forgotten_through``, :mod:`.forgetting`)."""
+    the admitted files schema evolution has yet to look at (inputs whose schema is inferred)."""
 
     cursor: LandingCursor | None = None
     drained: str = ""
@@ -64,7 +62,6 @@ class IntakeState:
     unexamined: list[str] = field(default_factory=list)
     admitted: list[str] = field(default_factory=list)
     committed: list[str] = field(default_factory=list)
-    forgotten_through: int = -1
 
 
 _LISTS = ("unexamined", "admitted", "committed")
@@ -99,13 +96,11 @@ class IntakeLedger:
         cursor = LandingCursor.load(data["cursor"]) if data.get("cursor") else None
         attempts = {k: int(v) for k, v in data.get("attempts", {}).items()}
         lists = {name: list(data.get(name, [])) for name in _LISTS}
-        forgotten = int(data.get("forgotten_through", -1))
-        return IntakeState(cursor, str(data.get("drained", "")), attempts, **lists, forgotten_through=forgotten)
+        return IntakeState(cursor, str(data.get("drained", "")), attempts, **lists)
 
     def save(self, state: IntakeState) -> None:
-        data: dict[str, object] = {"cursor": state.cursor.dump() if state.cursor else "", "drained": state.drained}
+        data = {"cursor": state.cursor.dump() if state.cursor else "", "drained": state.drained}
         data |= {"attempts": state.attempts} | {name: getattr(state, name) for name in _LISTS}
-        data["forgotten_through"] = state.forgotten_through
         storage.write_text(f"{self.folder}/state.json", json.dumps(data, sort_keys=True))
 
     def records(self) -> list[SetAside]:

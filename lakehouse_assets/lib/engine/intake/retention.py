@@ -61,7 +61,8 @@ def clean(
     for name in due:
         if source.clean_source == "archive":
             with suppress(FileNotFoundError):  # moved by a run killed before it said so
-                storage.move(f"{folder}/{name}", f"{archive_root(paths, source)}/{now:%Y/%m/%d}/{name}")
+                # Beside a namesake archived before (a name landed again), never over it.
+                storage.move_beside(f"{folder}/{name}", f"{archive_root(paths, source)}/{now:%Y/%m/%d}/{name}")
         else:
             storage.delete(f"{folder}/{name}")
         done.add(name)

@@ -7,6 +7,7 @@ each a ``v1`` line then a JSON object per file (``path`` URL-encoded, the source
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 from lakehouse_assets.lib.engine.state import storage
@@ -97,17 +98,41 @@ def _head(path: str, size: int = 16384) -> str:
         return ""
 
 
-def latest_compact(query_checkpoint: str, folder: str) -> tuple[str, int, int] | None:
-    """The log folder, latest compact batch and source index of the query's file source
-    reading ``folder``; None when it has no compact file yet. Reads one file's first lines."""
+@dataclass(frozen=True)
+class FileSource:
+    """A query's file source: its log folder, index in the offsets, and latest compact batch."""
+
+    log: str
+    index: int
+    compact: int | None
+    batches: tuple[int, ...]
+    """The log's batch files (each ``<n>``, or ``<n>.compact``), oldest first."""
+
+
+def read_files(source: FileSource) -> list[str]:
+    """The log files Spark reads when the query starts: the latest compact file, those after."""
+    after = [b for b in source.batches if source.compact is None or b >= source.compact]
+    return [f"{b}.compact" if b == source.compact else str(b) for b in after]
+
+
+def file_source_of(query_checkpoint: str, folder: str) -> FileSource | None:
+    """The query's file source reading ``folder``; None when no log file read at its start
+    names a file (a log emptied by :mod:`~lakehouse_assets.lib.engine.intake.forgetting`
+    remembers nothing). Reads the first lines of one or a few log files."""
     for index in storage.list_names(f"{query_checkpoint}/sources"):
         log = f"{query_checkpoint}/sources/{index}"
-        names = [n.removesuffix(".compact") for n in storage.list_names(log) if n.endswith(".compact")]
-        compacts = [int(n) for n in names if n.isdigit()]
-        if compacts and index.isdigit():
-            head = _head(f"{log}/{max(compacts)}.compact").split("\n", 2)
-            if _reads_folder([("", "\n".join(head[:2]))], folder):
-                return log, max(compacts), int(index)
+        names = [n for n in storage.list_names(log) if n.removesuffix(".compact").isdigit()]
+        if not index.isdigit() or not names:
+            continue
+        compacts = [int(n.removesuffix(".compact")) for n in names if n.endswith(".compact")]
+        batches = tuple(sorted({int(n.removesuffix(".compact")) for n in names}))
+        source = FileSource(log, int(index), max(compacts) if compacts else None, batches)
+        for file in reversed(read_files(source)):
+            head = _head(f"{log}/{file}").split("\n", 2)
+            if len(head) > 1 and head[1].strip():
+                if _reads_folder([("", "\n".join(head[:2]))], folder):
+                    return source
+                break
     return None
 
 
