@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from lakehouse_assets.lib.declare.inputs import landing
 from lakehouse_assets.lib.engine.intake.forgetting import forget_cleaned
+from lakehouse_assets.lib.engine.reading.source_log import in_folder
+from lakehouse_assets.lib.errors import DeclarationError
 
 pytestmark = pytest.mark.unit
 
@@ -67,3 +70,18 @@ def test_a_log_of_another_folder_or_one_that_does_not_read_is_left_alone(tmp_pat
     (query / "sources" / "0" / "1.compact").write_text(before + "\nnot json")
     assert forget_cleaned(str(query), str(tmp_path / "landing"), set()) == set()
     assert (query / "sources" / "0" / ".1.compact.crc").exists()
+
+
+def test_files_of_a_sub_folder_or_a_folder_sharing_its_name_s_end_are_not_retentions(tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    logged = [("a.json", 0), ("sub/b.json", 0)]
+    query = checkpoint(tmp_path, logged, committed_offset=1, compact=1)
+    assert forget_cleaned(str(query), str(landing), set()) == {"a.json"}
+    assert names_in(query, 1) == ["b.json"]  # sub/b.json: kept, whatever its name
+    assert not in_folder(f"s3a://mybucket/{landing.name}/x.json", f"s3://bucket/{landing.name}")
+    assert in_folder(f"s3a://bucket/{landing.name}/x.json", f"s3://bucket/{landing.name}")
+
+
+def test_clean_source_and_sub_folders_are_refused_together() -> None:
+    with pytest.raises(DeclarationError, match="recursiveFileLookup"):
+        landing("x", glob="*.json", options={"recursiveFileLookup": "true"}, clean_source="archive")

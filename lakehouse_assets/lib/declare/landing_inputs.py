@@ -177,6 +177,11 @@ def landing(
         retention=retention or ("7 days" if clean_source == "delete" else None),
     )
     recursive = any(k.lower() == "recursivefilelookup" and str(v).lower() == "true" for k, v in (options or {}).items())
+    if recursive and clean_source != "off":
+        raise DeclarationError(
+            f"landing({source!r}): clean_source cleans the files directly in the landing folder; with "
+            "recursiveFileLookup those of its sub-folders would be read and never cleaned"
+        )
     if format == "csv" and declared.infers_schema and recursive:
         raise DeclarationError(
             f"landing({source!r}): a CSV input read by header name reads the files of its folder, "

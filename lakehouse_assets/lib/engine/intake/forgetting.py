@@ -26,13 +26,13 @@ import json
 from collections.abc import Callable
 from urllib.parse import unquote
 
-from lakehouse_assets.lib.engine.reading.source_log import committed_log_offset, file_source_of, read_files
+from lakehouse_assets.lib.engine.reading.source_log import committed_log_offset, file_source_of, in_folder, read_files
 from lakehouse_assets.lib.engine.state import storage
 
 
-def _rewrite(path: str, keep: Callable[[str, int], bool]) -> set[str] | None:
-    """Rewrite the log file ``path`` with the entries ``keep(name, batch)`` holds; the names
-    dropped, or None when a line does not read as an entry (then nothing is changed)."""
+def _rewrite(path: str, keep: Callable[[str, str, int], bool]) -> set[str] | None:
+    """Rewrite the log file ``path`` with the entries ``keep(logged path, name, batch)`` holds;
+    the names dropped, or None when a line does not read as an entry (then nothing changes)."""
     lines = (storage.read_text(path) or "").splitlines()
     if not lines or not lines[0].startswith("v"):
         return None
@@ -40,10 +40,11 @@ def _rewrite(path: str, keep: Callable[[str, int], bool]) -> set[str] | None:
     for line in lines[1:]:
         try:
             entry = json.loads(line)
-            name, batch = unquote(str(entry["path"]).rstrip("/").rsplit("/", 1)[-1]), int(entry["batchId"])
+            logged, batch = str(entry["path"]), int(entry["batchId"])
         except (ValueError, KeyError, TypeError):
             return None
-        if keep(name, batch):
+        name = unquote(logged.rstrip("/").rsplit("/", 1)[-1])
+        if keep(logged, name, batch):
             kept.append(line)
         else:
             dropped.add(name)
@@ -66,5 +67,7 @@ def forget_cleaned(query_checkpoint: str, folder: str, present: set[str]) -> set
         return set()
     dropped: set[str] = set()
     for file in read_files(source):
-        dropped |= _rewrite(f"{source.log}/{file}", lambda n, b: b > committed or n in present) or set()
+        # A file outside the folder itself (a sub-folder's) is none of retention's: kept.
+        keep = lambda logged, n, b: b > committed or n in present or not in_folder(logged, folder)  # noqa: E731
+        dropped |= _rewrite(f"{source.log}/{file}", keep) or set()
     return dropped

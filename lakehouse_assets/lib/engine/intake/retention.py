@@ -8,7 +8,8 @@ has read everything it listed (the run's ``finish``) they become *committed*. Th
 them before its own query (after the last run's checks read them), never a name its planned
 micro-batch has yet to replay. A move or delete is idempotent, so a run killed at any instant
 leaves each file in the landing folder or in the archive, never in neither and never read twice
-(Spark never reads a path it has recorded again).
+(Spark never reads again a path it recorded while the file is landed: :mod:`.forgetting`
+forgets only the files that left).
 """
 
 from __future__ import annotations

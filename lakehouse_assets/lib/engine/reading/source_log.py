@@ -39,16 +39,22 @@ def _log_texts(folder: str) -> list[tuple[str, str]]:
     return [(n, storage.read_text(f"{folder}/{n}") or "") for n in names]
 
 
-def _reads_folder(texts: list[tuple[str, str]], folder: str) -> bool:
-    """Whether the log's files are in ``folder`` (any scheme; a relative folder matches its end)."""
+def in_folder(path: str, folder: str) -> bool:
+    """Whether the logged file ``path`` (a URL, encoded) is directly in ``folder`` (any scheme;
+    a relative folder matches its end, at a ``/``)."""
     tail = folder.rstrip("/").split("://", 1)[-1].lstrip("/")
+    parent = unquote(path.rstrip("/").rsplit("/", 1)[0]).rstrip("/")
+    return parent == tail or parent.endswith("/" + tail)
+
+
+def _reads_folder(texts: list[tuple[str, str]], folder: str) -> bool:
+    """Whether the log's files are in ``folder`` (judged by its first entry)."""
     for _, text in texts:
         for line in text.splitlines()[1:2]:
             try:
-                parent = unquote(str(json.loads(line)["path"]).rsplit("/", 1)[0])
+                return in_folder(str(json.loads(line)["path"]), folder)
             except (ValueError, KeyError, TypeError):
                 return False
-            return parent.rstrip("/").endswith(tail)
     return False
 
 

@@ -3,7 +3,6 @@ from any process (a Spark Connect client has no JVM to ask)."""
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import threading
@@ -142,37 +141,34 @@ def move(source: str, target: str) -> None:
 def move_beside(source: str, target: str) -> str:
     """Move the file ``source`` to ``target``, or beside it (``1-<name>``, ``2-<name>``...) when
     another file holds that name; the path used. Idempotent: a local move killed between its
-    link and its unlink is finished; on object storage a target of ``source``'s size is taken
-    for an earlier copy of it (a move there is a copy, then a delete).
+    link and its unlink is finished; on object storage (a copy, then a delete) a target of
+    ``source``'s size is taken for an earlier copy of it.
 
     :raises FileNotFoundError: ``source`` does not exist.
     """
     filesystem, inner = resolve(source)
     folder, name = target.rsplit("/", 1)
-    candidates = (f"{folder}/{k}-{name}" if k else target for k in range(1_000_000))
+    candidates = [f"{folder}/{k}-{name}" if k else target for k in range(10_000)]
     if isinstance(filesystem, pafs.LocalFileSystem):
         os.makedirs(resolve(folder)[1], exist_ok=True)
         for candidate in candidates:
-            _, path = resolve(candidate)
+            path = resolve(candidate)[1]
             try:
                 os.link(inner, path)
             except FileExistsError:
                 if not os.path.samefile(inner, path):
                     continue
-            except OSError as error:
-                if error.errno in (errno.EXDEV, errno.EPERM, errno.ENOTSUP):
-                    break  # another device, or links not allowed: a plain move below
-                raise
             os.unlink(inner)
             return candidate
-    size = filesystem.get_file_info(inner)
-    if size.type == pafs.FileType.NotFound:
-        raise FileNotFoundError(source)
-    for candidate in candidates:
-        there = filesystem.get_file_info(resolve(candidate)[1])
-        if there.type == pafs.FileType.NotFound or there.size == size.size:
-            move(source, candidate)
-            return candidate
+    else:
+        size = filesystem.get_file_info(inner)
+        if size.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(source)
+        for candidate in candidates:
+            there = filesystem.get_file_info(resolve(candidate)[1])
+            if there.type == pafs.FileType.NotFound or there.size == size.size:
+                move(source, candidate)
+                return candidate
     raise FileExistsError(target)
 
 
