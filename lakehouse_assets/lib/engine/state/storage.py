@@ -148,7 +148,7 @@ def move_beside(source: str, target: str) -> str:
     """
     filesystem, inner = resolve(source)
     folder, name = target.rsplit("/", 1)
-    candidates = [f"{folder}/{k}-{name}" if k else target for k in range(10_000)]
+    candidates = (f"{folder}/{k}-{name}" if k else target for k in range(10_000))  # lazy: one, as a rule
     if isinstance(filesystem, pafs.LocalFileSystem):
         os.makedirs(resolve(folder)[1], exist_ok=True)
         for candidate in candidates:
