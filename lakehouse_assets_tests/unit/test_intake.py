@@ -220,3 +220,19 @@ def test_an_archived_file_never_replaces_a_namesake(tmp_path: Path) -> None:
     assert (archive / "a.json").read_text() == "first\n" and not list(landing.iterdir())
     with pytest.raises(FileNotFoundError):
         move_beside(str(landing / "b.json"), str(archive / "b.json"))
+
+
+def test_an_archived_file_of_another_user_moves_by_rename(tmp_path: Path, monkeypatch) -> None:
+    from lakehouse_assets.lib.engine.state import storage
+
+    def refused(*_: object) -> None:
+        raise PermissionError("Operation not permitted")  # fs.protected_hardlinks, not the owner
+
+    landing, archive = tmp_path / "landing", tmp_path / "archive"
+    landing.mkdir()
+    archive.mkdir()
+    (archive / "a.json").write_text("first\n")
+    (landing / "a.json").write_text("second\n")
+    monkeypatch.setattr(storage.os, "link", refused)
+    assert storage.move_beside(str(landing / "a.json"), str(archive / "a.json")) == str(archive / "1-a.json")
+    assert (archive / "a.json").read_text() == "first\n" and (archive / "1-a.json").read_text() == "second\n"

@@ -141,7 +141,7 @@ def move(source: str, target: str) -> None:
 def move_beside(source: str, target: str) -> str:
     """Move the file ``source`` to ``target``, or beside it (``1-<name>``, ``2-<name>``...) when
     another file holds that name; the path used. Idempotent: a local move killed between its
-    link and its unlink is finished; on object storage (a copy, then a delete) a target of
+    link and its unlink is finished (where a link is refused, a rename to a free name); on object storage (a copy, then a delete) a target of
     ``source``'s size is taken for an earlier copy of it.
 
     :raises FileNotFoundError: ``source`` does not exist.
@@ -158,6 +158,11 @@ def move_beside(source: str, target: str) -> str:
             except FileExistsError:
                 if not os.path.samefile(inner, path):
                     continue
+            except PermissionError:  # a link to another user's file refused (fs.protected_hardlinks)
+                if os.path.lexists(path):
+                    continue
+                os.rename(inner, path)
+                return candidate
             os.unlink(inner)
             return candidate
     else:
