@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -125,8 +126,8 @@ def read_header(path: str, options: dict[str, str], columns: list[str] | None = 
         known = columns or []
         return [known[i] if i < len(known) else f"_c{i}" for i in range(len(row))]
     names = [n.strip() or f"_c{i}" for i, n in enumerate(row)]
-    lower = [n.lower() for n in names]
-    return [f"{n}{i}" if lower.count(n.lower()) > 1 else n for i, n in enumerate(names)]
+    repeats = Counter(n.lower() for n in names)
+    return [f"{n}{i}" if repeats[n.lower()] > 1 else n for i, n in enumerate(names)]
 
 
 def headers_file(schema_folder: str) -> str:
