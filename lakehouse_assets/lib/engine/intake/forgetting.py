@@ -22,32 +22,34 @@ work to the next.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from urllib.parse import unquote
 
-from lakehouse_assets.lib.engine.reading.source_log import committed_log_offset, file_source_of, in_folder, read_files
+from lakehouse_assets.lib.engine.reading.source_log import (
+    LogEntry,
+    committed_log_offset,
+    file_source_of,
+    in_folder,
+    log_entry,
+    read_files,
+)
 from lakehouse_assets.lib.engine.state import storage
 
 
-def _rewrite(path: str, keep: Callable[[str, str, int], bool]) -> set[str] | None:
-    """Rewrite the log file ``path`` with the entries ``keep(logged path, name, batch)`` holds;
-    the names dropped, or None when a line does not read as an entry (then nothing changes)."""
+def _rewrite(path: str, keep: Callable[[LogEntry], bool]) -> set[str] | None:
+    """Rewrite the log file ``path`` with the entries ``keep`` holds; the names dropped, or None
+    when a line does not read as an entry (then nothing changes)."""
     lines = (storage.read_text(path) or "").splitlines()
     if not lines or not lines[0].startswith("v"):
         return None
     kept, dropped = [lines[0]], set()
     for line in lines[1:]:
-        try:
-            entry = json.loads(line)
-            logged, batch = str(entry["path"]), int(entry["batchId"])
-        except (ValueError, KeyError, TypeError):
+        entry = log_entry(line)
+        if entry is None:
             return None
-        name = unquote(logged.rstrip("/").rsplit("/", 1)[-1])
-        if keep(logged, name, batch):
+        if keep(entry):
             kept.append(line)
         else:
-            dropped.add(name)
+            dropped.add(entry.name)
     if dropped:
         folder, file = path.rsplit("/", 1)
         crc = f"{folder}/.{file}.crc"
@@ -65,9 +67,14 @@ def forget_cleaned(query_checkpoint: str, folder: str, present: set[str]) -> set
     committed = committed_log_offset(query_checkpoint, source.index) if source else None
     if source is None or committed is None:
         return set()
+
+    def keep(entry: LogEntry) -> bool:
+        # Planned, not committed (or of no known batch); still landed; or outside the folder
+        # itself (a sub-folder's file is none of retention's).
+        planned = entry.batch > committed or entry.batch < 0
+        return planned or entry.name in present or not in_folder(entry.path, folder)
+
     dropped: set[str] = set()
     for file in read_files(source):
-        # A file outside the folder itself (a sub-folder's) is none of retention's: kept.
-        keep = lambda logged, n, b: b > committed or n in present or not in_folder(logged, folder)  # noqa: E731
         dropped |= _rewrite(f"{source.log}/{file}", keep) or set()
     return dropped

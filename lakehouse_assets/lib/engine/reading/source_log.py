@@ -13,18 +13,38 @@ from urllib.parse import unquote
 from lakehouse_assets.lib.engine.state import storage
 
 
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of a file source's log after its ``v1``."""
+
+    path: str
+    """The file's URL as logged (encoded)."""
+    name: str
+    """Its base name, decoded."""
+    batch: int
+    """The source batch that read it (-1 when the line does not say)."""
+
+
+def log_entry(line: str) -> LogEntry | None:
+    """The entry a log line records; None when it does not read as one."""
+    try:
+        entry = json.loads(line)
+        path, batch = str(entry["path"]), int(entry.get("batchId", -1))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return LogEntry(path, unquote(path.rstrip("/").rsplit("/", 1)[-1]), batch)
+
+
 def logged_entries(names_and_texts: list[tuple[str, str]]) -> list[tuple[str, int]] | None:
     """Each logged file's base name (decoded) and the source batch that read it; None if a line
     does not read as an entry, so the caller assumes nothing."""
     entries: list[tuple[str, int]] = []
     for _, text in names_and_texts:
         for line in text.splitlines()[1:]:
-            try:
-                entry = json.loads(line)
-                path, batch = str(entry["path"]), int(entry.get("batchId", -1))
-            except (ValueError, KeyError, TypeError):
+            entry = log_entry(line)
+            if entry is None:
                 return None
-            entries.append((unquote(path.rstrip("/").rsplit("/", 1)[-1]), batch))
+            entries.append((entry.name, entry.batch))
     return entries
 
 
@@ -51,10 +71,8 @@ def _reads_folder(texts: list[tuple[str, str]], folder: str) -> bool:
     """Whether the log's files are in ``folder`` (judged by its first entry)."""
     for _, text in texts:
         for line in text.splitlines()[1:2]:
-            try:
-                return in_folder(str(json.loads(line)["path"]), folder)
-            except (ValueError, KeyError, TypeError):
-                return False
+            entry = log_entry(line)
+            return entry is not None and in_folder(entry.path, folder)
     return False
 
 
