@@ -1,9 +1,9 @@
 """Entries a real landing zone meets, beside a normal feed: a decompression bomb, a link to a
 secret inside the data root, a link to itself, a name Spark reads as a pattern, a name with a
-space and a percent sign, an empty file, a folder named like a file, a key holding a back-quote
-and a CSV header a megabyte wide. Each hostile entry is set aside in words (one quarantine row
-naming it, never its content) while every table equals the answers computed here from the normal
-files, and files landed later reach gold."""
+space and a percent sign, an empty file, a folder named like a file, a key holding a back-quote,
+a CSV header a megabyte wide and a CSV record of 30,000 fields. Each hostile entry is set aside
+in words (one quarantine row naming it, never its content) while every table equals the answers
+computed here from the normal files, and files landed later reach gold."""
 
 from __future__ import annotations
 
@@ -57,7 +57,9 @@ def land_hostile_entries(lh: Lakehouse) -> dict[str, set[str]]:
     (events / "backtick.json").write_text(event("backtick-key", **{"a`b": 1, "`": "q", "c.d": 2}) + "\n")
     header = ",".join(f"c{i}" for i in range(120_000))  # about 1 MiB
     (customers / "wide.csv").write_text(header + "\n" + ",".join("v" for _ in range(120_000)) + "\n")
-    return {"events": {"bomb.json.gz", "link.json", "loop.json", "ev*.json"}, "customers": {"wide.csv"}}
+    usual = next(customers.glob("customers-*.csv")).read_text().splitlines()[0]
+    (customers / "many.csv").write_text(f"{usual}\n{','.join('v' * 30_000)}\n")  # past Spark's maxColumns
+    return {"events": {"bomb.json.gz", "link.json", "loop.json", "ev*.json"}, "customers": {"wide.csv", "many.csv"}}
 
 
 def every_table_as_text(lh: Lakehouse) -> str:
@@ -102,8 +104,14 @@ def test_each_hostile_entry_is_set_aside_in_words(hostile: Lakehouse) -> None:
     assert reasons["bomb.json.gz"][1] == (hostile.landing("events") / "_set_aside" / "bomb.json.gz").stat().st_size
     assert "symbolic link" in reasons["link.json"][0] and "loop" in reasons["loop.json"][0]
     assert "pattern" in reasons["ev*.json"][0]
+    csv_reasons = {
+        Path(r["_source_file"]).name: r["_set_aside_reason"]
+        for r in hostile.table("bronze_customers_quarantine").where("_set_aside_reason IS NOT NULL").collect()
+    }
+    assert "120000 columns" in csv_reasons["wide.csv"]
+    assert "a CSV record in it holds more than 20480 fields" in csv_reasons["many.csv"], csv_reasons
     logs = [e.user_message for e in hostile.instance.all_logs(hostile.result.run_id) if e.level == logging.WARNING]  # type: ignore[attr-defined]
-    for name in ("bomb.json.gz", "link.json", "loop.json", "ev*.json", "wide.csv"):
+    for name in ("bomb.json.gz", "link.json", "loop.json", "ev*.json", "wide.csv", "many.csv"):
         assert sum(f"set aside landed file {name} " in line for line in logs) == 1, (name, logs)
     assert any("dir.json/" in line and "will not be ingested" in line for line in logs), logs
     checks = {(e.asset_key.to_user_string(), e.check_name): e for e in hostile.result.get_asset_check_evaluations()}  # type: ignore[attr-defined]

@@ -42,3 +42,16 @@ def test_a_late_python_worker_is_transient_and_a_state_mismatch_asks_for_a_full_
     changed = raised("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "keys differ")
     assert "run a full refresh of this table" in short_error(changed)
     assert transient_cause(raised("DIVIDE_BY_ZERO"), "") is None
+
+
+def test_a_csv_record_wider_than_the_parser_is_named_in_words() -> None:
+    """The text Spark 4.2 gave for a landed CSV with a record of 30,000 fields (trimmed)."""
+    text = (
+        "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:///l/customers/many.csv.  SQLSTATE: KD001\n"
+        "Caused by: java.lang.ArrayIndexOutOfBoundsException: Index 20480 out of bounds for length 20480\n"
+        "\tat com.univocity.parsers.common.ParserOutput.valueParsed(ParserOutput.java:373)\n"
+    )
+    assert short_error(RuntimeError(text)) == (
+        "cannot read landed file file:///l/customers/many.csv "
+        "(a CSV record in it holds more than 20480 fields (the CSV option maxColumns))"
+    )

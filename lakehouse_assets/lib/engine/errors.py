@@ -68,6 +68,10 @@ def _detail(text: str) -> str | None:
     width = re.search(r"Header length: (\d+), schema size: (\d+)", text)
     if width:
         return f"its CSV header has {width[1]} columns but {width[2]} are declared"
+    # Spark's CSV parser (univocity) keeps a record's fields in an array of maxColumns slots.
+    fields = re.search(r"Index (\d+) out of bounds for length \1\s+at com\.univocity\.parsers", text)
+    if fields:
+        return f"a CSV record in it holds more than {fields[1]} fields (the CSV option maxColumns)"
     return None
 
 
