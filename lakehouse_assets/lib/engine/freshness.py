@@ -194,6 +194,7 @@ def freshness(
     declared: Held | None = None,
     listed: Listings | None = None,
     late: LateFiles | None = None,
+    counted: Sequence[str] | None = None,
 ) -> Freshness:
     """How far behind what landed ``table`` is at ``now_ns`` (epoch ns, the clock arrivals use).
 
@@ -202,6 +203,9 @@ def freshness(
     :param listed: listings already made (and where this call's are kept), so tables fed by the
         same folder cost one listing of it.
     :param late: how a folder not listed yet is listed (default: :func:`late_files`).
+    :param counted: the tables whose marks set the floor a listing starts from (default: every
+        table with a record, :func:`held_floors`); give the declared ones, so that a table no
+        longer declared does not keep every listing as old as its last run.
     """
     oldest_ns, oldest_name, waiting = None, "", {}
     held = read_held(paths, table)
@@ -211,7 +215,7 @@ def freshness(
         key = (folder, mark.globs)
         if key not in listed:
             late = late or late_files(paths)
-            floors = held_floors(paths) if floors is None else floors
+            floors = held_floors(paths, counted) if floors is None else floors
             listed[key] = late.files(folder, mark.globs, min(mark.held_ns, floors.get(folder, mark.held_ns)))
         arrived = [e for e in listed[key] if e.kind == "file" and e.arrived_ns > mark.held_ns]
         waiting[folder.removeprefix(f"{paths.root}/")] = len(arrived)
@@ -229,11 +233,13 @@ def caught_up(
     now_ns: int | None = None,
     declared: Held | None = None,
     listed: Listings | None = None,
+    counted: Sequence[str] | None = None,
 ) -> CheckOutcome:
     """The outcome of ``caught_up_with_landing`` on ``table`` now (or at ``now_ns``); a table no
     run has recorded is judged by the files of ``declared`` (:func:`feeding_folders`); ``listed``
-    as for :func:`freshness`."""
-    found = freshness(paths, table, time.time_ns() if now_ns is None else now_ns, declared, listed)
+    and ``counted`` as for :func:`freshness`."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    found = freshness(paths, table, now_ns, declared, listed, counted=counted)
     metadata: dict[str, Any] = {
         "behind_s": found.behind_s,
         "max_behind_s": max_behind_s,

@@ -193,6 +193,7 @@ def build_table_asset(table: TableSpec, paths: LakehousePaths, tables: Sequence[
             earlier_checks=lambda names: _previous_checks(context.instance, table, names),
             writer=f"run {context.run.run_id}",
             run_id=context.run.run_id,
+            declared_tables=tuple(t.name for t in tables) or None,
         )
         try:
             lakehouse.paths.check_root()

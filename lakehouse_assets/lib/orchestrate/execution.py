@@ -74,6 +74,8 @@ class TableRequest:
     writer: str = ""
     # The run, for the event log (empty: not a Dagster run).
     run_id: str = ""
+    # Every declared table's name (None: not known).
+    declared_tables: tuple[str, ...] | None = None
 
 
 def _previous_state(
@@ -221,7 +223,15 @@ def table_events(
 
     def evaluate_all(on: SparkSession) -> list[CheckOutcome]:
         context = CheckContext(
-            on, paths, table.name, report, versions, schema, carried, writer_keys=table.sink.unique_keys()
+            on,
+            paths,
+            table.name,
+            report,
+            versions,
+            schema,
+            carried,
+            writer_keys=table.sink.unique_keys(),
+            declared_tables=request.declared_tables,
         )
         # A check's Spark jobs are small and wait mostly on scheduling and round trips: side by
         # side the step waits for the slowest check, not for their sum.

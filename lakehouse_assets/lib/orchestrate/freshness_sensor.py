@@ -51,8 +51,11 @@ def build_freshness_sensor(tables: Sequence[TableSpec], paths: LakehousePaths) -
         looked_before = late.looked_at
         # Each landing folder listed once per tick, whatever the tables it feeds.
         listed = late_listings(paths, [w[0] for w in watched], tables, late)
+        names = [t.name for t in tables]
         for table, check, limit, severity in watched:
-            outcome = caught_up(paths, table, limit, declared=feeding_folders(paths, table, tables), listed=listed)
+            outcome = caught_up(
+                paths, table, limit, declared=feeding_folders(paths, table, tables), listed=listed, counted=names
+            )
             seconds = outcome.metadata["behind_s"]
             if not outcome.passed:
                 behind.append(f"{table} {seconds:.0f}s")

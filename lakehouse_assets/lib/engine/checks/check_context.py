@@ -29,6 +29,8 @@ class CheckContext:
     previous_outcomes: dict[str, CheckOutcome] = field(default_factory=dict)
     # Columns the table's own writer keeps unique (``TableSink.unique_keys``), if any.
     writer_keys: tuple[str, ...] | None = None
+    # Every declared table's name (None: not known), for checks that look across tables.
+    declared_tables: tuple[str, ...] | None = None
     _versions: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def read(self, name: str | None = None) -> DataFrame:

@@ -197,7 +197,7 @@ def _user_function(rule: rules.UserFunction, ctx: CheckContext) -> CheckOutcome:
 
 @_evaluates(rules.CaughtUpWithLanding)
 def _caught_up(rule: rules.CaughtUpWithLanding, ctx: CheckContext) -> CheckOutcome:
-    return caught_up(ctx.paths, ctx.table, rule.max_behind_s)
+    return caught_up(ctx.paths, ctx.table, rule.max_behind_s, counted=ctx.declared_tables)
 
 
 def _metadata_value(value: Any) -> Any:
