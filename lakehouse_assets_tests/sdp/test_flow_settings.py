@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse_assets.lib import DeclarationError, LakehousePaths, append_flow, landing, streaming_table
 from lakehouse_assets.lib.engine.run import run_table
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
+from lakehouse_assets.lib.spark.deferred import deferred_session
 from lakehouse_assets_tests.sdp.test_sdp_loading import HEADER, project
 
 TIME_ZONE = "spark.sql.session.timeZone"
@@ -80,3 +81,30 @@ def test_a_setting_spark_cannot_change_stops_the_flow_in_one_sentence(tmp_path: 
     ):
         run_table(spark, paths, table)
     assert [r.line for r in spark.read.format("delta").load(paths.table("orders")).collect()] == ["one"]
+
+
+def test_a_flow_reading_files_itself_runs_on_the_runs_session_even_one_started_late(tmp_path: Path, spark) -> None:
+    """A Dagster step hands the engine a session started on first use (:mod:`~lakehouse_assets.lib.spark.deferred`),
+    which no thread has made Spark's active one: a flow that reads files itself (no DataFrame
+    handed to it) must still build its query on it, as ``dagster asset materialize`` of the SDP
+    example does embedded."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps({"id": "a"}) + "\n" + json.dumps({"id": "b"}) + "\n")
+    (tmp_path / "p").mkdir()
+    tables = {t.name: t for t in pipeline_tables(project(tmp_path / "p", {"a.py": pipeline(folder)}))}
+    paths = LakehousePaths(str(tmp_path / "root"))
+    started: list[SparkSession] = []
+
+    def start() -> SparkSession:
+        started.append(spark)
+        return spark
+
+    spark._jvm.SparkSession.clearActiveSession()  # type: ignore[union-attr]
+    try:
+        assert SparkSession.getActiveSession() is None
+        run_table(deferred_session(start), paths, tables["plain"])
+    finally:
+        spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[union-attr]
+    assert started == [spark]
+    assert sorted(r.id for r in spark.read.format("delta").load(paths.table("plain")).collect()) == ["a", "b"]

@@ -34,6 +34,7 @@ from lakehouse_assets.lib.engine.writing.query import run_query
 from lakehouse_assets.lib.engine.writing.sink_kinds import sink_kind
 from lakehouse_assets.lib.errors import LakehouseError, LandedFileUnreadable, UnexaminedFile
 from lakehouse_assets.lib.paths import LakehousePaths
+from lakehouse_assets.lib.spark.deferred import running_with
 from lakehouse_assets.lib.spark.session import session_settings
 
 Log = Callable[[str], None]
@@ -76,7 +77,7 @@ def run_table(
         else:
             tell(f"{table.name}: waited {seconds:.1f}s for the other writer")
 
-    with writer_lock(paths).hold(table.name, waiting, writer):
+    with writer_lock(paths).hold(table.name, waiting, writer), running_with(spark):
         upstream = upstream_held(paths, table)
         if full_refresh_first:
             forget_held(paths, table)

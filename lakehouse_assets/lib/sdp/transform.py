@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline, library_files, load_graph, read_spec
 from lakehouse_assets.lib.sdp.spark_proxy import running_on
+from lakehouse_assets.lib.spark.deferred import run_session
 
 # Each pipeline's files as this process last ran them, with what they were then (name, size,
 # modification time): a file edited since is loaded again, as a new code location would.
@@ -66,7 +67,7 @@ class PipelineQuery:
     defined_at: tuple[str, int] | None = None
 
     def __call__(self, **frames: DataFrame) -> DataFrame:
-        session = next(iter(frames.values())).sparkSession if frames else SparkSession.getActiveSession()
+        session = next(iter(frames.values())).sparkSession if frames else run_session()
         pipeline = _runtime_pipeline(self.spec_path, session)
         scope = dict(frames)
         with running_on(session, pipeline.configuration, scope):

@@ -11,7 +11,9 @@ read, then every attribute is the real session's.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, cast
 
 from pyspark.sql import SparkSession
@@ -60,3 +62,26 @@ def deferred_session(create: Callable[[], SparkSession]) -> SparkSession:
         ``spark_session`` property; called at most once.
     """
     return cast(SparkSession, _DeferredSession(create))
+
+
+_RUN_SESSION: ContextVar[SparkSession | None] = ContextVar("lakehouse_run_session", default=None)
+
+
+@contextmanager
+def running_with(session: SparkSession) -> Iterator[None]:
+    """Within the block (a table's run), :func:`run_session` is ``session``."""
+    token = _RUN_SESSION.set(session)
+    try:
+        yield
+    finally:
+        _RUN_SESSION.reset(token)
+
+
+def run_session() -> SparkSession | None:
+    """The session of the table run in progress (started now if it was deferred): what a
+    transform that is handed no DataFrame builds its query on; outside a run, Spark's active
+    session (None when there is none)."""
+    session = _RUN_SESSION.get()
+    if isinstance(session, _DeferredSession):
+        return session.real()
+    return session if session is not None else SparkSession.getActiveSession()
