@@ -59,6 +59,13 @@ def library_files(spec_path: Path, spec: PipelineSpec) -> list[Path]:
     return files
 
 
+def files_state(spec_path: Path, spec: PipelineSpec) -> tuple[tuple[str, int, int, int], ...]:
+    """The spec's and its library files' (path, inode, modification time, size): what a load of
+    the pipeline follows from on disk, so a file edited or replaced since shows."""
+    stats = [(str(p), p.stat()) for p in [spec_path, *library_files(spec_path, spec)]]
+    return tuple((name, s.st_ino, s.st_mtime_ns, s.st_size) for name, s in stats)
+
+
 @contextmanager
 def _lakehouse_auto_cdc() -> Iterator[None]:
     """pyspark's ``dp`` with this project's Auto CDC and ``append_flow`` (``once``), and

@@ -11,7 +11,7 @@ from lakehouse_assets.lib.declare.table import TableSpec
 from lakehouse_assets.lib.orchestrate.code_location import build_definitions
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
-from lakehouse_assets.lib.sdp.loading import library_files, read_spec
+from lakehouse_assets.lib.sdp.loading import files_state, read_spec
 
 LOADED_KEPT = 8
 _LOADING = threading.Lock()
@@ -25,9 +25,7 @@ def _fingerprint(spec_path: Path) -> Fingerprint:
     and its configuration with the environment's variables expanded."""
     spec_path = spec_path.resolve()
     spec, configuration = read_spec(spec_path)
-    stats = [(str(p), p.stat()) for p in [spec_path, *library_files(spec_path, spec)]]
-    files = tuple((name, s.st_ino, s.st_mtime_ns, s.st_size) for name, s in stats)
-    return spec_path, files, tuple(sorted(configuration.items()))
+    return spec_path, files_state(spec_path, spec), tuple(sorted(configuration.items()))
 
 
 def _tables(spec_path: Path) -> list[TableSpec]:

@@ -19,19 +19,18 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from lakehouse_assets.lib.errors import LakehouseError
-from lakehouse_assets.lib.sdp.loading import LoadedPipeline, library_files, load_graph, read_spec
+from lakehouse_assets.lib.sdp.loading import LoadedPipeline, files_state, load_graph, read_spec
 from lakehouse_assets.lib.sdp.spark_proxy import running_on
 from lakehouse_assets.lib.spark.deferred import run_session
 
-# Each pipeline's files as this process last ran them, with what they were then (name, size,
-# modification time): a file edited since is loaded again, as a new code location would.
+# Each pipeline's files as this process last ran them, with what they were then (:func:`files_state`):
+# a file edited since is loaded again, as a new code location would.
 _LOADED: dict[str, tuple[tuple, LoadedPipeline]] = {}
 
 
 def _runtime_pipeline(spec_path: str, session: Any) -> LoadedPipeline:
     spec, configuration = read_spec(Path(spec_path))
-    files = [Path(spec_path), *library_files(Path(spec_path), spec)]
-    state = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    state = files_state(Path(spec_path), spec)
     loaded = _LOADED.get(spec_path)
     if loaded is None or loaded[0] != state:
         with running_on(session, configuration):
