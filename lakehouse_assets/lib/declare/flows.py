@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.lib.declare.file_streams import FileStream
 from lakehouse_assets.lib.declare.inputs import Input, is_streaming
 from lakehouse_assets.lib.declare.sinks import TableSink
 from lakehouse_assets.lib.errors import DeclarationError
@@ -35,6 +36,8 @@ class AppendFlow:
     transform: Callable[..., DataFrame] | None = None
     once: bool = False
     spark_conf: dict[str, str] = field(default_factory=dict)
+    file_streams: tuple[FileStream, ...] = ()
+    """Folders the flow's function streams itself (an SDP flow's ``spark.readStream...load``)."""
 
 
 def append_flow(

@@ -28,6 +28,7 @@ from lakehouse_assets.lib.declare.checks import (
     schema_unchanged,
 )
 from lakehouse_assets.lib.declare.expectations import Expectation
+from lakehouse_assets.lib.declare.file_streams import FileStream
 from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows
 from lakehouse_assets.lib.declare.inputs import (
     Input,
@@ -79,6 +80,9 @@ class TableSpec:
     """This flow is a backfill that runs once (``append_flow(once=True)``)."""
     spark_conf: dict[str, str] = field(default_factory=dict)
     """Spark settings for this flow's query only (a pipeline's ``spark_conf=``)."""
+    file_streams: tuple[FileStream, ...] = ()
+    """Folders the function streams itself through Spark's file source (an SDP flow's
+    ``spark.readStream...load(path)``): not read by the engine, known for the idle skip."""
 
     def __post_init__(self) -> None:
         """The refusals every way of building a table goes through: :func:`streaming_table`, and
@@ -134,6 +138,7 @@ class TableSpec:
                 transform=f.transform or self.transform,
                 once=f.once,
                 spark_conf=f.spark_conf,
+                file_streams=f.file_streams,
             )
             for f in self.flows
         ]

@@ -70,6 +70,7 @@ def cdc_over_files(
         ),
         tags={"sdp/dataset": "auto_cdc_changes"},
         checks=[expectation_met(e.name, e.condition, e.action) for e in expectations],
+        file_streams=found.file_streams(),
     )
     keyed = scd2_valid(*flow.keys) if flow.stored_as_scd_type == 2 else unique(*flow.keys)
     target = converter.table(

@@ -26,7 +26,8 @@ from pyspark.pipelines.output import StreamingTable as SdpStreamingTable
 
 from lakehouse_assets.lib.declare.cdc import snapshot_cdc
 from lakehouse_assets.lib.declare.checks import TableCheck, expectation_met, scd2_valid, unique
-from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
+from lakehouse_assets.lib.declare.file_streams import FileStream
+from lakehouse_assets.lib.declare.flows import AppendFlow
 from lakehouse_assets.lib.declare.inputs import Input, change_feed
 from lakehouse_assets.lib.declare.quarantine import Quarantine
 from lakehouse_assets.lib.declare.registry import refuse_cycles, refuse_shared_cleaning
@@ -38,7 +39,7 @@ from lakehouse_assets.lib.sdp.auto_cdc import cdc_sink
 from lakehouse_assets.lib.sdp.cdc_changes import cdc_over_files
 from lakehouse_assets.lib.sdp.declared_schema import DeclaredSchema
 from lakehouse_assets.lib.sdp.dry_run import Planned, load_and_plan
-from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, declared_sink, is_once
+from lakehouse_assets.lib.sdp.flow_inputs import FlowInputs, check_streams, declared_sink, further_flow, is_once
 from lakehouse_assets.lib.sdp.graph import CdcFlow, defined_at, where
 from lakehouse_assets.lib.sdp.lakeflow import LAKEFLOW_TABLE
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline
@@ -103,10 +104,12 @@ class Converter:
         flows: list[AppendFlow] | None = None,
         flow: str | None = None,
         key_checks: list[TableCheck] | None = None,
+        file_streams: tuple[FileStream, ...] = (),
     ) -> TableSpec:
         """The table of ``output``; expectations and ``spark_conf`` from the functions of ``queries``
         (its own first); ``flows`` its further flows, ``flow`` the name of its own (None: named like
-        the table); ``key_checks`` what its declared keys promise."""
+        the table); ``key_checks`` what its declared keys promise; ``file_streams`` the folders its
+        own flow's code streams."""
         expectations = list({e.name: e for f in queries for e in expectations_of(f.func)}.values())
         quarantined = any(e.action == "quarantine" for e in expectations)
         kind = "materialized_view" if isinstance(output, MaterializedView) else "streaming_table"
@@ -134,6 +137,7 @@ class Converter:
             flows=flows or [],
             flow=flow,
             spark_conf=dict(queries[0].spark_conf or {}) if queries else {},
+            file_streams=file_streams,
         )
 
     def materialized_view(self, output: MaterializedView) -> TableSpec:
@@ -253,12 +257,7 @@ class Converter:
         first = next((i for i, f in enumerate(flows) if not is_once(f)), 0) if first is None else first
         order = [first] + [i for i in range(len(flows)) if i != first]
         flows, found = [flows[i] for i in order], [found[i] for i in order]
-        further = [
-            append_flow(
-                f.name, inputs=i.declared(), transform=self.query(f, i), once=is_once(f), spark_conf=f.spark_conf
-            )
-            for f, i in zip(flows[1:], found[1:], strict=True)
-        ]
+        further = [further_flow(f, i, self.query(f, i)) for f, i in zip(flows[1:], found[1:], strict=True)]
         own_flow = None if flows[0].name == output.name else flows[0].name
         return self.table(
             output,
@@ -268,6 +267,7 @@ class Converter:
             transform=self.query(flows[0], found[0]),
             flows=further,
             flow=own_flow,
+            file_streams=found[0].file_streams(),
         )
 
     def tables(self) -> list[TableSpec]:

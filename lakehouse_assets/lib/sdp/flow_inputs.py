@@ -3,11 +3,15 @@ and a sink's settings."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.output import Sink
 
+from lakehouse_assets.lib.declare.file_streams import FileStream
+from lakehouse_assets.lib.declare.flows import AppendFlow, append_flow
 from lakehouse_assets.lib.declare.inputs import Input, LandingInput, catalog_table, static, stream
 from lakehouse_assets.lib.declare.sinks import DeltaPathSink, KafkaSink
 from lakehouse_assets.lib.errors import DeclarationError
@@ -38,6 +42,10 @@ class FlowInputs:
         inputs: dict[str, Input] = {n: stream(n) if s else static(n) for n, s in self.tables.items()}
         return {**inputs, **{n: catalog_table(n) for n in self.catalog}, **self.auto_loader}
 
+    def file_streams(self) -> tuple[FileStream, ...]:
+        """The folders the flow's own code streams (Auto Loader reads are the engine's inputs)."""
+        return tuple(FileStream(path, f.options) for f in self.files if f.streaming for path in f.paths)
+
     @classmethod
     def of_files(cls, files: list[FileRead], place: str) -> FlowInputs:
         """The file reads of a plan: Auto Loader ones as the engine's inputs, others as they are."""
@@ -50,6 +58,14 @@ class FlowInputs:
 
 def is_once(flow: Flow) -> bool:
     return bool(getattr(flow.func, ONCE_ATTRIBUTE, False))
+
+
+def further_flow(flow: Flow, inputs: FlowInputs, transform: Callable[..., Any]) -> AppendFlow:
+    """A streaming table's further flow: what it reads, its transform, the folders its code streams."""
+    declared = append_flow(
+        flow.name, inputs=inputs.declared(), transform=transform, once=is_once(flow), spark_conf=flow.spark_conf
+    )
+    return replace(declared, file_streams=inputs.file_streams())
 
 
 def check_streams(table: str, flows: list[Flow], found: list[FlowInputs]) -> None:

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from lakehouse_assets.lib.declare.inputs import LandingInput, inputs_of_kind
 from lakehouse_assets.lib.declare.table import TableSpec
+from lakehouse_assets.lib.engine.reading.idle_folder import idle_file_stream
 from lakehouse_assets.lib.engine.state import delta_log, delta_sql, storage
 from lakehouse_assets.lib.engine.state.checkpoint import query_checkpoint
 from lakehouse_assets.lib.paths import LakehousePaths
@@ -58,16 +59,29 @@ def idle_landing(paths: LakehousePaths, table: TableSpec, source: LandingInput, 
     return source.described
 
 
+def _idle_own_folder(paths: LakehousePaths, table: TableSpec) -> str | None:
+    """The folder the table's function streams itself, when its query would find nothing new."""
+    query = query_checkpoint(paths, table)
+    if table.streaming_inputs or len(table.file_streams) != 1:
+        return None
+    if not _last_batch_committed(query) or not _outputs_exist(paths, table):
+        return None
+    return idle_file_stream(query, table.file_streams[0])
+
+
 def idle_input(spark: SparkSession, paths: LakehousePaths, table: TableSpec, drained: bool = False) -> str | None:
     """The input of a table whose query would find nothing new, else None. Only for tables
-    that read exactly one Delta table or one landing folder as a stream (plus any static
-    inputs), keep no state, and whose outputs exist; everything else always runs its query.
+    that read exactly one Delta table, one landing folder or one folder their function streams
+    itself (plus any static inputs), keep no state, and whose outputs exist; everything else
+    always runs its query.
 
     :param drained: the intake found nothing new in the table's landing folders since the last
         query that read everything (:func:`lakehouse_assets.lib.engine.intake.lifecycle.drained`).
     """
     if not current().skip_idle_queries or table.is_stateful:
         return None
+    if table.file_streams:
+        return _idle_own_folder(paths, table)
     streaming = table.streaming_inputs
     landed = list(inputs_of_kind(table.inputs, LandingInput).values())
     if len(streaming) == 1 and len(landed) == 1 and landed[0].streaming:
