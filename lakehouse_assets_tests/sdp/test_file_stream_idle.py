@@ -24,7 +24,9 @@ def pipeline(folder: Path, options: str = "") -> str:
     return HEADER + (
         f"@dp.table\ndef orders():\n    return {read}\n\n\n"
         f"@dp.append_flow(target='orders')\ndef more_orders():\n    return {read.replace(folder.name, 'more')}\n\n\n"
-        "@dp.table\ndef big_orders():\n    return spark.readStream.table('orders').where('n > 1')\n"
+        "@dp.table\ndef big_orders():\n    return spark.readStream.table('orders').where('n > 1')\n\n\n"
+        "@dp.append_flow(target='big_orders')\ndef bigger_orders():\n    return spark.readStream.table('more_big')\n\n\n"
+        "@dp.table\ndef more_big():\n    return spark.readStream.table('orders').where('n > 2')\n"
     )
 
 
@@ -54,6 +56,9 @@ def test_the_folders_a_flow_streams_itself_are_known_and_only_plain_ones_can_be_
         "orders/flows/more_orders": (FileStream(str(folder.parent / "more")),),
     }
     assert tables["big_orders"].file_streams == ()
+    # Each flow reads what its own code reads, not its table's first flow's inputs too.
+    assert all(r.inputs == {} for r in tables["orders"].flow_runs())
+    assert [list(r.inputs) for r in tables["big_orders"].flow_runs()] == [["orders"], ["more_big"]]
     assert FileStream(str(folder)).takes_every_file
     assert not FileStream(f"{folder}/*.json").takes_every_file
     assert not FileStream(str(folder), (("pathGlobFilter", "*.json"),)).takes_every_file

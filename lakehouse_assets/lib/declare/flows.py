@@ -52,7 +52,8 @@ def append_flow(
 
     :param name: the flow's name (letters, digits, ``_`` and ``-``), unique within its table.
     :param inputs: per parameter of the function, what this flow reads instead of the table's
-        own input; parameters not listed read what the table declares.
+        own input; parameters not listed read what the table declares (a function taking
+        ``**inputs`` reads exactly what is listed here).
     :param transform: the flow's own function (default: the table's); it returns the table's
         columns.
     :param once: a backfill: the flow reads its inputs as snapshots and appends them on the
@@ -62,6 +63,23 @@ def append_flow(
     if not _FLOW_NAME.match(name):
         raise DeclarationError(f"append_flow({name!r}): a flow's name uses letters, digits, '_' and '-' only")
     return AppendFlow(name, dict(inputs), transform, once, dict(spark_conf or {}))
+
+
+def flow_inputs(table_inputs: dict[str, Input], flow: AppendFlow) -> dict[str, Input]:
+    """What ``flow`` reads: its own inputs, and the table's for the parameters of its function
+    that it does not list. A function taking ``**inputs`` (a pipeline's flow, whose inputs come
+    from its own plan) reads exactly what the flow lists.
+
+    :param table_inputs: the table's inputs by parameter.
+    :param flow: one of its further flows.
+    """
+    merged = {**table_inputs, **flow.inputs}
+    if flow.transform is None:
+        return merged
+    parameters = inspect.signature(flow.transform).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return dict(flow.inputs)
+    return {name: source for name, source in merged.items() if name in parameters}
 
 
 def check_flows(
@@ -78,7 +96,7 @@ def check_flows(
         if flow.name in seen:
             raise DeclarationError(f"{name}: two flows are named {flow.name!r}")
         seen.add(flow.name)
-        if flow.once and any(is_streaming(i) for i in {**inputs, **flow.inputs}.values()):
+        if flow.once and any(is_streaming(i) for i in flow_inputs(inputs, flow).values()):
             raise DeclarationError(f"{name}: once-flow {flow.name!r} is a backfill: give it snapshots (static inputs)")
         parameters = inspect.signature(flow.transform or fn).parameters
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):

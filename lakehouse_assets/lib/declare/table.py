@@ -29,7 +29,7 @@ from lakehouse_assets.lib.declare.checks import (
 )
 from lakehouse_assets.lib.declare.expectations import Expectation
 from lakehouse_assets.lib.declare.file_streams import FileStream
-from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows
+from lakehouse_assets.lib.declare.flows import AppendFlow, check_flows, flow_inputs
 from lakehouse_assets.lib.declare.inputs import (
     Input,
     KafkaInput,
@@ -134,7 +134,7 @@ class TableSpec:
             replace(
                 own,
                 flow=f.name,
-                inputs={**self.inputs, **f.inputs},
+                inputs=flow_inputs(self.inputs, f),
                 transform=f.transform or self.transform,
                 once=f.once,
                 spark_conf=f.spark_conf,
