@@ -86,6 +86,8 @@ def test_idle_only_when_every_file_spark_would_list_is_in_the_log(tmp_path: Path
     (folder / "region=eu").mkdir()
     assert idle_file_stream(str(checkpoint), stream) is None, "a partition folder is read into"
     (folder / "region=eu").rmdir()
+    # A store this process cannot reach (the engine may): run, do not fail.
+    assert idle_file_stream(str(checkpoint), FileStream("nosuchscheme://bucket/orders")) is None
     # The same names logged from another folder say nothing of this one.
     other = tmp_path / "other"
     write_log(other, tmp_path / "elsewhere", ["a.json", "b.json"])

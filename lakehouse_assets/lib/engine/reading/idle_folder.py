@@ -62,6 +62,9 @@ def idle_file_stream(query_checkpoint: str, stream: FileStream) -> str | None:
     None. The caller has checked that the query's last batch committed and its outputs exist."""
     if not stream.takes_every_file or not is_absolute(stream.path):
         return None
-    listed = listed_names(stream.path)
-    logged = logged_files(query_checkpoint, stream.path)
+    try:
+        listed = listed_names(stream.path)
+        logged = logged_files(query_checkpoint, stream.path)
+    except (OSError, ValueError):  # a store this process cannot read (the engine may): run
+        return None
     return stream.path if logged is not None and listed <= logged else None
