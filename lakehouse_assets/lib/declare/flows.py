@@ -52,8 +52,7 @@ def append_flow(
 
     :param name: the flow's name (letters, digits, ``_`` and ``-``), unique within its table.
     :param inputs: per parameter of the function, what this flow reads instead of the table's
-        own input; parameters not listed read what the table declares (a function taking
-        ``**inputs`` reads exactly what is listed here).
+        own input; a parameter of the flow's function not listed reads what the table declares.
     :param transform: the flow's own function (default: the table's); it returns the table's
         columns.
     :param once: a backfill: the flow reads its inputs as snapshots and appends them on the
@@ -67,8 +66,8 @@ def append_flow(
 
 def flow_inputs(table_inputs: dict[str, Input], flow: AppendFlow) -> dict[str, Input]:
     """What ``flow`` reads: its own inputs, and the table's for the parameters of its function
-    that it does not list. A function taking ``**inputs`` (a pipeline's flow, whose inputs come
-    from its own plan) reads exactly what the flow lists.
+    that it does not list. A function of its own gets the table's inputs only for parameters it
+    names: ``**inputs`` (a pipeline's flow, whose inputs come from its own plan) takes no others.
 
     :param table_inputs: the table's inputs by parameter.
     :param flow: one of its further flows.
@@ -77,9 +76,8 @@ def flow_inputs(table_inputs: dict[str, Input], flow: AppendFlow) -> dict[str, I
     if flow.transform is None:
         return merged
     parameters = inspect.signature(flow.transform).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return dict(flow.inputs)
-    return {name: source for name, source in merged.items() if name in parameters}
+    named = {n for n, p in parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return {**{n: s for n, s in table_inputs.items() if n in named}, **flow.inputs}
 
 
 def check_flows(

@@ -46,6 +46,10 @@ class DeclaredSchema:
     table: str
     schema: StructType | str
 
+    def streamed_folders(self) -> Any:
+        """The folders the query's code streams now (see :class:`~lakehouse_assets.lib.sdp.transform.PipelineQuery`)."""
+        return self.query.streamed_folders()  # type: ignore[attr-defined]  # only a pipeline's query is wrapped
+
     def __call__(self, **frames: Any) -> DataFrame:
         rows = self.query(**frames)
         schema = self.schema

@@ -18,7 +18,7 @@ from lakehouse_assets.lib.errors import DeclarationError
 from lakehouse_assets.lib.sdp.api import ONCE_ATTRIBUTE, expectations_of
 from lakehouse_assets.lib.sdp.auto_loader import auto_loader_input, input_key, is_auto_loader
 from lakehouse_assets.lib.sdp.graph import where
-from lakehouse_assets.lib.sdp.plan_reading import FileRead
+from lakehouse_assets.lib.sdp.plan_reading import FileRead, file_streams_of
 
 
 @dataclass
@@ -44,7 +44,7 @@ class FlowInputs:
 
     def file_streams(self) -> tuple[FileStream, ...]:
         """The folders the flow's own code streams (Auto Loader reads are the engine's inputs)."""
-        return tuple(FileStream(path, f.options) for f in self.files if f.streaming for path in f.paths)
+        return file_streams_of(self.files)
 
     @classmethod
     def of_files(cls, files: list[FileRead], place: str) -> FlowInputs:

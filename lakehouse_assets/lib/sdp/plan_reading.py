@@ -12,6 +12,8 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from lakehouse_assets.lib.declare.file_streams import FileStream
+
 # Operators between an aggregation and its one table that keep each grouping key's rows to
 # themselves: recomputing a key from its own input rows is then exact. Above the aggregation
 # only those that keep every row (a HAVING filter would hide a key its new rows do not reach).
@@ -39,6 +41,12 @@ class FileRead:
 class Reads:
     tables: list[TableRead]
     files: list[FileRead]
+
+
+def file_streams_of(files: list[FileRead]) -> tuple[FileStream, ...]:
+    """The folders ``files`` (reads the flow's own code makes) stream; a stream naming no path
+    (Kafka, rate) as an empty one, which the run cannot check."""
+    return tuple(FileStream(path, f.options) for f in files if f.streaming for path in f.paths or [""])
 
 
 def plan_of(df: Any) -> Message:

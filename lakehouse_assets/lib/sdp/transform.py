@@ -18,9 +18,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from lakehouse_assets.lib.declare.file_streams import FileStream
 from lakehouse_assets.lib.errors import LakehouseError
+from lakehouse_assets.lib.sdp.auto_loader import is_auto_loader
 from lakehouse_assets.lib.sdp.loading import LoadedPipeline, files_state, load_graph, read_spec
-from lakehouse_assets.lib.sdp.spark_proxy import running_on
+from lakehouse_assets.lib.sdp.plan_reading import file_streams_of, plan_of, reads_of
+from lakehouse_assets.lib.sdp.spark_proxy import planning, running_on
 from lakehouse_assets.lib.spark.deferred import run_session
 
 # Each pipeline's files as this process last ran them, with what they were then (:func:`files_state`):
@@ -75,3 +78,16 @@ class PipelineQuery:
             if self.flow is None:
                 return scope[self.target]
             return flow_function(pipeline, self.target, self.flow)()
+
+    def streamed_folders(self) -> tuple[FileStream, ...]:
+        """The folders the flow's code and the views it reads stream now, planned again with a
+        plan-only session (no Spark): the idle skip checks the path a run would read, even when
+        the code computes it (from the date) and the definitions were loaded long ago."""
+        _, configuration = read_spec(Path(self.spec_path))
+        with planning(configuration) as planner:
+            planner.client.set_retry_policies([])
+            pipeline = _runtime_pipeline(self.spec_path, planner)
+            functions = [flow_function(pipeline, view, view) for view in self.views]
+            functions += [flow_function(pipeline, self.target, self.flow)] if self.flow is not None else []
+            files = [f for fn in functions for f in reads_of(plan_of(fn())).files if not is_auto_loader(f)]
+        return file_streams_of(files)

@@ -59,12 +59,25 @@ def idle_landing(paths: LakehousePaths, table: TableSpec, source: LandingInput, 
     return source.described
 
 
+def streams_as_declared(table: TableSpec) -> bool:
+    """Whether the function still streams the folders the table declares: a transform that can
+    say which it streams now (``streamed_folders()``, a pipeline's query) is asked, since its
+    code may compute a path the definitions, loaded long ago, do not know."""
+    now = getattr(table.transform, "streamed_folders", None)
+    if now is None:
+        return False
+    try:
+        return bool(now() == table.file_streams)
+    except Exception:  # noqa: BLE001 - the user's code, planned again: any failure means run the query
+        return False
+
+
 def _idle_own_folder(paths: LakehousePaths, table: TableSpec) -> str | None:
     """The folder the table's function streams itself, when its query would find nothing new."""
     query = query_checkpoint(paths, table)
     if table.streaming_inputs or len(table.file_streams) != 1:
         return None
-    if not _last_batch_committed(query) or not _outputs_exist(paths, table):
+    if not _last_batch_committed(query) or not _outputs_exist(paths, table) or not streams_as_declared(table):
         return None
     return idle_file_stream(query, table.file_streams[0])
 
