@@ -18,15 +18,19 @@ from lakehouse_assets.lib.declare.file_streams import FileStream
 from lakehouse_assets.lib.engine.reading.idle import streams_as_declared
 from lakehouse_assets.lib.engine.reading.idle_folder import idle_file_stream
 from lakehouse_assets.lib.engine.run import run_table
+from lakehouse_assets.lib.sdp import transform
 from lakehouse_assets.lib.sdp.convert import pipeline_tables
 from lakehouse_assets_tests.sdp.test_sdp_loading import HEADER, project
 
 
 def pipeline(folder: Path, options: str = "") -> str:
     read = f"spark.readStream.format('json'){options}.schema('id STRING, n INT').load({str(folder)!r})"
+    noted = ".join(NOTES, 'id', 'left')"
     return HEADER + (
-        f"@dp.table\ndef orders():\n    return {read}\n\n\n"
-        f"@dp.append_flow(target='orders')\ndef more_orders():\n    return {read.replace(folder.name, 'more')}\n\n\n"
+        "# Built at import: a run's query must get a frame of the run's own session.\n"
+        f"NOTES = spark.read.format('json').schema('id STRING, note STRING').load({str(folder.parent / 'notes')!r})\n\n\n"
+        f"@dp.table\ndef orders():\n    return {read}{noted}\n\n\n"
+        f"@dp.append_flow(target='orders')\ndef more_orders():\n    return {read.replace(folder.name, 'more')}{noted}\n\n\n"
         "@dp.table\ndef big_orders():\n    return spark.readStream.table('orders').where('n > 1')\n\n\n"
         "@dp.append_flow(target='big_orders')\ndef bigger_orders():\n    return spark.readStream.table('more_big')\n\n\n"
         "@dp.table\ndef more_big():\n    return spark.readStream.table('orders').where('n > 2')\n"
@@ -177,6 +181,7 @@ def test_a_flow_streaming_its_folder_skips_when_nothing_is_new_and_takes_a_later
     land(folder, "a.json", [{"id": "a1", "n": 1}, {"id": "a2", "n": 2}])
     land(folder, "b.json", [{"id": "b1", "n": 3}])
     land(folder.parent / "more", "m.json", [{"id": "m1", "n": 4}])
+    land(folder.parent / "notes", "n.json", [{"id": "a1", "note": "first"}])
     (tmp_path / "p").mkdir()
     tables = {t.name: t for t in pipeline_tables(project(tmp_path / "p", {"a.py": pipeline(folder)}))}
     paths = LakehousePaths(str(tmp_path / "root"))
@@ -193,8 +198,11 @@ def test_a_flow_streaming_its_folder_skips_when_nothing_is_new_and_takes_a_later
     ]
     assert ids() == ["a1", "a2", "b1", "m1"]
     land(folder, "c.json", [{"id": "c1", "n": 5}])
+    transform._LOADED.clear()  # as in a new run process: the idle check plans the flow first
     later = run_table(spark, paths, tables["orders"])
     assert ids() == ["a1", "a2", "b1", "c1", "m1"]
+    notes = spark.read.format("delta").load(paths.table("orders")).where("note IS NOT NULL").collect()
+    assert [(r.id, r.note) for r in notes] == [("a1", "first")]
     assert later.skipped == [f"nothing new in {folder.parent / 'more'} since the last run, query not started"]
 
 

@@ -83,10 +83,11 @@ class PipelineQuery:
         """The folders the flow's code and the views it reads stream now, planned again with a
         plan-only session (no Spark): the idle skip checks the path a run would read, even when
         the code computes it (from the date) and the definitions were loaded long ago."""
-        _, configuration = read_spec(Path(self.spec_path))
+        spec, configuration = read_spec(Path(self.spec_path))
         with planning(configuration) as planner:
             planner.client.set_retry_policies([])
-            pipeline = _runtime_pipeline(self.spec_path, planner)
+            # Loaded afresh with this planner: module-level code keeps the session it was loaded with.
+            pipeline = load_graph(Path(self.spec_path), spec, configuration)
             functions = [flow_function(pipeline, view, view) for view in self.views]
             functions += [flow_function(pipeline, self.target, self.flow)] if self.flow is not None else []
             files = [f for fn in functions for f in reads_of(plan_of(fn())).files if not is_auto_loader(f)]
