@@ -7,14 +7,19 @@ cannot see, a store it cannot list, a sub-folder, a log written past the committ
 
 from __future__ import annotations
 
-import json
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lakehouse_assets.lib.declare.file_streams import FileStream
-from lakehouse_assets.lib.engine.reading.source_log import file_source_of, log_entry, read_files
+from lakehouse_assets.lib.engine.reading.source_log import (
+    committed_offsets,
+    file_source_of,
+    log_entry,
+    log_offset,
+    read_files,
+)
 from lakehouse_assets.lib.engine.state import storage
 
 # Stores this process lists the way the engine does (others may hang or answer otherwise).
@@ -66,14 +71,8 @@ def listed_files(folder: str) -> dict[str, int] | None:
 def _committed_log_batch(query_checkpoint: str) -> int | None:
     """The file-source log batch the query's last committed micro-batch reached, when the query
     reads exactly one source and it is a file source; else None."""
-    committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
-    if not committed:
-        return None
-    sources = (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:]
-    try:
-        return int(json.loads(sources[0])["logOffset"]) if len(sources) == 1 else None
-    except (ValueError, KeyError, TypeError):
-        return None
+    sources = committed_offsets(query_checkpoint)
+    return log_offset(sources[0]) if sources is not None and len(sources) == 1 else None
 
 
 def logged_files(query_checkpoint: str, folder: str) -> dict[str, int] | None:
@@ -89,7 +88,7 @@ def logged_files(query_checkpoint: str, folder: str) -> dict[str, int] | None:
             entry = log_entry(line)
             if entry is None or _location(unquote(entry.path).rsplit("/", 1)[0]) != _location(folder):
                 return None
-            logged[entry.name] = int(json.loads(line).get("timestamp", -1))
+            logged[entry.name] = entry.modified_ms
     return logged
 
 

@@ -23,6 +23,8 @@ class LogEntry:
     """Its base name, decoded."""
     batch: int
     """The source batch that read it (-1 when the line does not say)."""
+    modified_ms: int = -1
+    """The file's modification time when it was logged, in ms (-1 when the line does not say)."""
 
 
 def log_entry(line: str) -> LogEntry | None:
@@ -32,7 +34,9 @@ def log_entry(line: str) -> LogEntry | None:
         path, batch = str(entry["path"]), int(entry.get("batchId", -1))
     except (ValueError, KeyError, TypeError):
         return None
-    return LogEntry(path, unquote(path.rstrip("/").rsplit("/", 1)[-1]), batch)
+    modified = entry.get("timestamp")
+    modified_ms = modified if isinstance(modified, int) else -1
+    return LogEntry(path, unquote(path.rstrip("/").rsplit("/", 1)[-1]), batch, modified_ms)
 
 
 def logged_entries(names_and_texts: list[tuple[str, str]]) -> list[tuple[str, int]] | None:
@@ -76,7 +80,7 @@ def _reads_folder(texts: list[tuple[str, str]], folder: str) -> bool:
     return False
 
 
-def _log_offset(line: str) -> int | None:
+def log_offset(line: str) -> int | None:
     """A file source's offset (``{"logOffset": n}``) from its line of ``offsets/<batch>``."""
     try:
         return int(json.loads(line)["logOffset"])
@@ -97,8 +101,8 @@ def planned_files(query_checkpoint: str, folder: str) -> list[str] | None:
         (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:] if committed else []
     )
     for index, line in enumerate(planned):
-        end = _log_offset(line)
-        start = _log_offset(before[index]) if index < len(before) else -1
+        end = log_offset(line)
+        start = log_offset(before[index]) if index < len(before) else -1
         if end is None or start is None:
             continue  # not a file source
         log, texts = f"{query_checkpoint}/sources/{index}", []
@@ -160,14 +164,21 @@ def file_source_of(query_checkpoint: str, folder: str) -> FileSource | None:
     return None
 
 
+def committed_offsets(query_checkpoint: str) -> list[str] | None:
+    """Each source's offset line as of the query's last committed micro-batch; None before any."""
+    committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
+    if not committed:
+        return None
+    return (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:]
+
+
 def committed_log_offset(query_checkpoint: str, index: int) -> int | None:
     """The file source ``index``'s log offset as of the query's last committed micro-batch
     (-1 before any); None when it does not read as a file source's offset."""
-    committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
-    if not committed:
+    lines = committed_offsets(query_checkpoint)
+    if lines is None:
         return -1
-    lines = (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:]
-    return _log_offset(lines[index]) if index < len(lines) else None
+    return log_offset(lines[index]) if index < len(lines) else None
 
 
 def seen_files_of(query_checkpoint: str, folder: str) -> set[str] | None:
