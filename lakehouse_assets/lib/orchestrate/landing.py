@@ -14,8 +14,14 @@ names sort by time (``ev-20260105-0001.json``, a sequence) lands each new file a
 at or before the mark is accounted for by the cursor (a recent name by its arrival, an older one
 by the count); when that count says a name was added at or before the mark (a producer whose
 names do not sort by time), or every ``FULL_LISTING_S``, the listing stats every entry, as
-before. Object storage lists a page of 1,000 keys per request, each with its size and time (no
-stat to spare), and pyarrow's ``FileSelector`` has no start-after key: it is listed whole.
+before.
+
+Object storage lists a page of 1,000 keys a request, each with its size and time, so a listing
+costs one request per 1,000 names. On S3 (and stores that speak its API) a tick asks for the
+names after the mark only (``ListObjectsV2``'s ``start-after``: one request however many files
+the folder holds). Such a listing cannot count the names at or before the mark: a name landed
+there is seen by the next whole listing, within ``FULL_LISTING_S``, and that listing marks the
+folder ``unordered`` (its names do not sort by arrival), whose ticks then list it whole as before.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from lakehouse_assets.lib.engine.intake.cursor import (
     digest,
     evaluate,
 )
-from lakehouse_assets.lib.engine.intake.entries import list_entries, local_entry
+from lakehouse_assets.lib.engine.intake.entries import list_entries, list_objects_after, local_entry
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete
 
 __all__ = ["Evaluation", "LandedFile", "LandingCursor", "Listing", "digest", "evaluate", "folder_stamp", "scan"]
@@ -58,6 +64,7 @@ class Listing:
     below: int = 0
     skipped: tuple[str, ...] = ()
     full_at: int = 0
+    unordered: bool = False
 
     @property
     def count(self) -> int:
@@ -66,7 +73,14 @@ class Listing:
 
     def marked(self, cursor: LandingCursor) -> LandingCursor:
         """``cursor``, which holds every file of this listing, with the name mark it leaves."""
-        return replace(cursor, mark=self.mark, below=self.below, skipped=self.skipped, full_at=self.full_at)
+        return replace(
+            cursor,
+            mark=self.mark,
+            below=self.below,
+            skipped=self.skipped,
+            full_at=self.full_at,
+            unordered=self.unordered,
+        )
 
     def stamped(self, cursor: LandingCursor) -> LandingCursor:
         """``cursor``, which holds every file of this listing, stamped with it and marked."""
@@ -90,8 +104,11 @@ def scan(folder: Path | str, globs: Sequence[str] = ("*",), cursor: LandingCurso
     not looked at one by one (see the module's docstring)."""
     started, stamp = time.time_ns(), folder_stamp(folder)
     fresh = cursor is not None and started - cursor.full_at < FULL_LISTING_S * 1_000_000_000
-    if isinstance(folder, Path) and cursor is not None and cursor.mark and fresh:
-        since = _since_mark(folder, globs, cursor, stamp, started)
+    if cursor is not None and cursor.mark and fresh:
+        if isinstance(folder, Path):
+            since = _since_mark(folder, globs, cursor, stamp, started)
+        else:
+            since = None if cursor.unordered else _objects_since_mark(folder, globs, cursor, started)
         if since is not None:
             return since
     files, not_read, in_progress = [], [], 0
@@ -103,11 +120,44 @@ def scan(folder: Path | str, globs: Sequence[str] = ("*",), cursor: LandingCurso
         else:
             not_read.append(entry.name + ("/" if entry.kind == "folder" else ""))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
-    listing = Listing(files, in_progress, tuple(sorted(not_read)), stamp, started, full_at=started)
-    if not isinstance(folder, Path) or len(not_read) > MAX_SKIPPED:
-        return listing
     names = [f.name for f in files] + [n.removesuffix("/") for n in not_read]
+    unordered = cursor is not None and not isinstance(folder, Path) and _landed_before_mark(names, cursor)
+    listing = Listing(files, in_progress, tuple(sorted(not_read)), stamp, started, full_at=started, unordered=unordered)
+    if len(not_read) > MAX_SKIPPED:
+        return listing
     return replace(listing, mark=max(names, default=""), below=len(names), skipped=tuple(sorted(not_read)))
+
+
+def _landed_before_mark(names: list[str], cursor: LandingCursor) -> bool:
+    """Whether an object store's folder's names were seen not to sort by arrival: before, or now
+    (a whole listing holds more names at or before the cursor's mark than the cursor counted)."""
+    return cursor.unordered or (bool(cursor.mark) and sum(1 for n in names if n <= cursor.mark) > cursor.below)
+
+
+def _objects_since_mark(folder: str, globs: Sequence[str], cursor: LandingCursor, started: int) -> Listing | None:
+    """The listing of the object store's ``folder`` that asks only for the names after
+    ``cursor``'s mark; the names at or before it are taken as the cursor counted them (recent
+    ones named, the rest counted). None when the store cannot list from a name."""
+    after = list_objects_after(folder, globs, cursor.mark)
+    if after is None:
+        return None
+    files = [LandedFile(name, arrived, 0) for name, arrived in cursor.recent.items() if name <= cursor.mark]
+    not_read = list(cursor.skipped)
+    old = max(0, cursor.below - len(files) - len(not_read))
+    new_mark, below, in_progress = cursor.mark, cursor.below, 0
+    for found in after:
+        if found.kind == "in_progress":
+            in_progress += 1
+            continue
+        new_mark, below = max(new_mark, found.name), below + 1
+        if found.kind in ("file", "refused"):
+            files.append(LandedFile(found.name, found.arrived_ns, found.size))
+        else:
+            not_read.append(found.name + ("/" if found.kind == "folder" else ""))
+    files.sort(key=lambda f: (f.arrived_ns, f.name))
+    shown = tuple(sorted(not_read))
+    kept = new_mark if len(shown) <= MAX_SKIPPED else ""
+    return Listing(files, in_progress, shown, None, started, old, kept, below, shown, cursor.full_at)
 
 
 def _since_mark(

@@ -11,12 +11,13 @@ The cursor (JSON) holds
 * ``hwm``: the newest arrival seen (ns),
 * ``recent``: the names that arrived within ``grace`` of ``hwm`` (the only names it keeps),
 * ``n``: how many complete files the folder held at the last evaluation;
-* for a sensor listing a local folder (:mod:`lakehouse_assets.lib.orchestrate.landing`), the
+* for a sensor's listing (:mod:`lakehouse_assets.lib.orchestrate.landing`), the
   *name mark*: ``mark``, the greatest complete name the folder held at its last listing, ``below``,
   how many complete names at or before it it held then, ``skipped``, those of them nothing reads
   (at most :data:`MAX_SKIPPED`), and ``full_at``, when every entry was last looked at. A later
   listing stats only the names after the mark (and those not accounted for when the count of
-  names at or before it says one was added).
+  names at or before it says one was added); an object store lists only the names after it,
+  unless ``unordered`` says its names were seen not to sort by arrival.
 
 A file is new when its name is not in ``recent`` and it arrived after ``hwm - grace``. The
 grace window covers directory listings that race a rename and arrivals reported slightly out
@@ -65,6 +66,9 @@ class LandingCursor:
     below: int = 0
     skipped: tuple[str, ...] = ()
     full_at: int = 0
+    # Object storage: a whole listing found a name added at or before the mark (names that do
+    # not sort by arrival), so its listings no longer start at the mark.
+    unordered: bool = False
 
     @classmethod
     def load(cls, text: str | None) -> LandingCursor:
@@ -85,6 +89,7 @@ class LandingCursor:
             int(data.get("below", 0)),
             tuple(str(x) for x in data.get("skipped", ())),
             int(data.get("full_at", 0)),
+            bool(data.get("unordered", False)),
         )
 
     def dump(self) -> str:
@@ -99,6 +104,7 @@ class LandingCursor:
         data |= stamp if self.stamp else {}
         mark = {"mark": self.mark, "below": self.below, "skipped": list(self.skipped), "full_at": self.full_at}
         data |= mark if self.mark else {}
+        data |= {"unordered": True} if self.unordered else {}
         return json.dumps(data, sort_keys=True)
 
     def unchanged(self, stamp: int | None, now_ns: int) -> bool:

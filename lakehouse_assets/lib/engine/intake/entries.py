@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from xml.etree import ElementTree
 
 from pyarrow import fs as pafs
 
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete, matches, name_problem
-from lakehouse_assets.lib.engine.state import storage
+from lakehouse_assets.lib.engine.state import s3_api, storage
+from lakehouse_assets.lib.settings import current
 
 EntryKind = Literal["file", "folder", "unmatched", "refused", "in_progress"]
 SET_ASIDE_FOLDER = "_set_aside"
@@ -118,23 +120,43 @@ def list_local(folder: Path, globs: Sequence[str], links_inside: bool = False) -
     return [e for e in found if e is not None]
 
 
+def object_entry(name: str, folder: bool, modified_ns: int, size: int, patterns: list[str]) -> Entry:
+    """What the entry ``name`` directly under a listed prefix is: an object appears whole when
+    its upload completes (its arrival), and object storage has no links."""
+    if not is_complete(name):
+        return Entry(name, "in_progress")
+    if folder:
+        return Entry(name, "folder")
+    kind: EntryKind = "file" if matches(name, patterns) else "unmatched"
+    problem = name_problem(name) if kind == "file" else None
+    return Entry(name, "refused" if problem else kind, modified_ns, size, problem)
+
+
 def list_objects(prefix: str, globs: Sequence[str]) -> list[Entry]:
-    """The objects directly under ``prefix``: an object appears whole when its upload
-    completes (its arrival), and object storage has no links."""
+    """The objects directly under ``prefix`` (see :func:`object_entry`)."""
     patterns = expand_globs(globs)
-    entries = []
-    for info in storage.list_entries(prefix):
-        name = info.base_name
-        if not is_complete(name):
-            entries.append(Entry(name, "in_progress"))
-        elif info.type == pafs.FileType.Directory:
-            entries.append(Entry(name, "folder"))
-        else:
-            kind: EntryKind = "file" if matches(name, patterns) else "unmatched"
-            problem = name_problem(name) if kind == "file" else None
-            kind = "refused" if problem else kind
-            entries.append(Entry(name, kind, int(info.mtime_ns or 0), int(info.size or 0), problem))
-    return entries
+    return [
+        object_entry(i.base_name, i.type == pafs.FileType.Directory, int(i.mtime_ns or 0), int(i.size or 0), patterns)
+        for i in storage.list_entries(prefix)
+    ]
+
+
+def list_objects_after(prefix: str, globs: Sequence[str], after: str) -> list[Entry] | None:
+    """The entries directly under the S3 ``prefix`` (``s3a://bucket/landing/events``) whose names
+    sort after ``after``, from a listing that starts there (its cost is what is after it, not
+    the folder's size); None when that listing cannot be made here (another store, no key pair
+    to sign it with, a store that refused or failed): list the folder whole instead."""
+    scheme, _, rest = prefix.partition("://")
+    settings = current()
+    if scheme not in ("s3", "s3a") or not (settings.s3_access_key and settings.s3_secret_key):
+        return None
+    bucket, _, key = rest.partition("/")
+    try:
+        listed = s3_api.list_after(settings, bucket, key, after)
+    except (OSError, ElementTree.ParseError):
+        return None
+    patterns = expand_globs(globs)
+    return [object_entry(o.name, o.folder, o.modified_ns, o.size, patterns) for o in listed]
 
 
 def local_folder(folder: str) -> Path | None:
