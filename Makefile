@@ -43,6 +43,7 @@ help:
 	@echo "                   make bench-scale-out: the events chain on a cluster and an S3 bucket vs local mode;"
 	@echo "                   make bench-history: runs and sensor ticks after 10 .. 100,000 earlier files, a backfill;"
 	@echo "                   make bench-tick: a sensor tick in a folder of 10 .. 1,000,000 files (Spark-free)"
+	@echo "                   make bench-tick-s3: the same in a bucket folder (S3Proxy; listing requests a tick)"
 	@echo "make chaos       - SIGKILL runs at random instants (CHAOS_ARGS='--kills 200'), tally lost/duplicated rows;"
 	@echo "                   CHAOS_ARGS='--engine' runs through a Spark Connect engine and kills it too"
 	@echo "make chaos-sdp   - the same for the SDP example (examples/sdp_orders): CHAOS_ARGS='--rounds 4 --kills-per-round 6'"
@@ -267,6 +268,10 @@ bench-history: $(STAMP) jars
 .PHONY: bench-tick
 bench-tick: $(STAMP)
 	$(BIN)/python -m bench.sensor_tick $(BENCH_ARGS)
+
+.PHONY: bench-tick-s3
+bench-tick-s3: $(STAMP)
+	$(BIN)/python -m bench.sensor_tick_s3 $(BENCH_ARGS)
 
 # The events chain on a standalone cluster (local disk, then an S3 bucket) next to local mode
 # (bench/scale_out_results.md). BENCH_ARGS='--reps 5 --files 40'.

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
 
 import pytest
 
@@ -24,7 +23,6 @@ from lakehouse_assets.lib.engine.locking.writer_lock import (
     Refusal,
     writer_lock,
 )
-from lakehouse_assets.lib.engine.state.s3_api import canonical_query, signed_headers
 from lakehouse_assets.lib.errors import LakehouseError
 from lakehouse_assets.lib.paths import LakehousePaths
 from lakehouse_assets.lib.settings import current
@@ -280,43 +278,3 @@ def test_each_data_root_gets_its_way_of_keeping_writers_apart(tmp_path) -> None:
     refusal = r"^orders: LAKEHOUSE_ROOT=gs://bucket/lake is on gs://, where"
     with pytest.raises(LakehouseError, match=refusal), other.hold("orders"):
         pytest.fail("wrote without a way to keep writers apart")
-
-
-def test_conditional_writes_are_signed_as_aws_documents() -> None:
-    """AWS's worked example of Signature Version 4 (GET Object, examplebucket/test.txt)."""
-    settings = current(
-        {
-            "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
-            "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        }
-    )
-    headers = signed_headers(
-        settings, "GET", "examplebucket.s3.amazonaws.com", "/test.txt", b"", {"Range": "bytes=0-9"},
-        datetime(2013, 5, 24, tzinfo=UTC),
-    )  # fmt: skip
-    assert headers["authorization"] == (
-        "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
-        "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
-        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
-    )
-
-
-def test_a_listing_with_a_query_is_signed_as_aws_documents() -> None:
-    """AWS's worked example of a signed query (GET Bucket, List Objects: ?max-keys=2&prefix=J)."""
-    settings = current(
-        {
-            "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
-            "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        }
-    )
-    query = canonical_query({"prefix": "J", "max-keys": "2"})
-    assert query == "max-keys=2&prefix=J"
-    headers = signed_headers(
-        settings, "GET", "examplebucket.s3.amazonaws.com", "/", b"", {}, datetime(2013, 5, 24, tzinfo=UTC), query
-    )
-    assert headers["authorization"] == (
-        "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
-        "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
-        "Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"
-    )
-    assert canonical_query({"start-after": "landing/ev 1/é"}) == "start-after=landing%2Fev%201%2F%C3%A9"

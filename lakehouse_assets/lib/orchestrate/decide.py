@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from lakehouse_assets.lib.engine.intake.cursor import Evaluation, LandedFile, LandingCursor, evaluate
+from lakehouse_assets.lib.engine.intake.cursor import Evaluation, LandedFile, LandingCursor
 from lakehouse_assets.lib.orchestrate.landing import Listing
 from lakehouse_assets.lib.settings import Settings, current
 
@@ -219,9 +219,7 @@ def decide(
 ) -> Decision:
     """What the tick does next (see the module's docstring)."""
     grace_ns = int(settings.grace_s * 1e9)
-    result = (
-        evaluate(listing.files, cursor, grace_ns, listing.old) if listing is not None else Evaluation([], 0, cursor)
-    )
+    result = listing.evaluate(cursor, grace_ns) if listing is not None else Evaluation([], 0, cursor)
     if not result.has_work:
         return _nothing_new(listing, cursor, result, runs, now, settings, tick)
     what = described(len(result.new), result.unidentified)

@@ -17,11 +17,17 @@ names do not sort by time), or every ``FULL_LISTING_S``, the listing stats every
 before.
 
 Object storage lists a page of 1,000 keys a request, each with its size and time, so a listing
-costs one request per 1,000 names. On S3 (and stores that speak its API) a tick asks for the
-names after the mark only (``ListObjectsV2``'s ``start-after``: one request however many files
-the folder holds). Such a listing cannot count the names at or before the mark: a name landed
-there is seen by the next whole listing, within ``FULL_LISTING_S``, and that listing marks the
-folder ``unordered`` (its names do not sort by arrival), whose ticks then list it whole as before.
+costs one request per 1,000 names. On S3 (and stores that speak its API), once a folder holds a
+page of files or more, a tick asks only for the names after the mark, the greatest *file* name
+(``ListObjectsV2``'s ``start-after``: one request however many files the folder keeps). Such a
+listing cannot see the names at or before the mark: the files there are taken as the cursor
+counted them until the next whole listing, within ``FULL_LISTING_S``. When that listing finds
+them changed (a name landed there: names that do not sort by arrival; or files removed) it
+requests a run, whether or not it can name a new file (a slow upload's time is its start, older
+than the cursor's window, and a removal can hide it from the count), and the folder is listed
+whole for :data:`WHOLE_AFTER_CHANGE_S` after (``below_changed_at``), as every tick did before.
+Folders and files nothing reads are named from the cursor's ``skipped`` between whole listings,
+and in-progress names (``_x``) are counted only after the mark.
 """
 
 from __future__ import annotations
@@ -44,6 +50,11 @@ from lakehouse_assets.lib.engine.intake.cursor import (
 from lakehouse_assets.lib.engine.intake.entries import list_entries, list_objects_after, local_entry
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete
 
+# An object store's folder is listed from its mark once it holds this many files (below, a whole
+# listing is one request too), and whole for this long after a file landed before its mark.
+START_AFTER_MIN_FILES = 1000
+WHOLE_AFTER_CHANGE_S = 24 * 3600
+
 __all__ = ["Evaluation", "LandedFile", "LandingCursor", "Listing", "digest", "evaluate", "folder_stamp", "scan"]
 
 
@@ -58,18 +69,27 @@ class Listing:
     started_ns: int = 0
     # Files at or before the cursor's name mark, neither new nor recent: counted, not in ``files``.
     old: int = 0
-    # The name mark this listing leaves ("": none, object storage) and when every entry was
-    # last looked at (this listing's start for a full one).
+    # The name mark this listing leaves ("": none) and when every entry was last looked at (this
+    # listing's start for a full one); for object storage, when a file last landed before a mark.
     mark: str = ""
     below: int = 0
     skipped: tuple[str, ...] = ()
     full_at: int = 0
-    unordered: bool = False
+    below_changed_at: int = 0
+    # A whole listing of an object store's folder listed from its mark till now found the files
+    # at or before the mark changed: a run is requested even if no file can be named new.
+    doubt: bool = False
 
     @property
     def count(self) -> int:
         """The complete files the folder holds."""
         return len(self.files) + self.old
+
+    def evaluate(self, cursor: LandingCursor, grace_ns: int) -> Evaluation:
+        """Which of this listing's files are new since ``cursor`` (:func:`evaluate`); one more is
+        owed a run, unnamed, when the listing is in :attr:`doubt`."""
+        result = evaluate(self.files, cursor, grace_ns, self.old)
+        return replace(result, unidentified=1) if self.doubt and not result.has_work else result
 
     def marked(self, cursor: LandingCursor) -> LandingCursor:
         """``cursor``, which holds every file of this listing, with the name mark it leaves."""
@@ -79,7 +99,7 @@ class Listing:
             below=self.below,
             skipped=self.skipped,
             full_at=self.full_at,
-            unordered=self.unordered,
+            below_changed_at=self.below_changed_at,
         )
 
     def stamped(self, cursor: LandingCursor) -> LandingCursor:
@@ -100,15 +120,15 @@ def folder_stamp(folder: Path | str) -> int | None:
 def scan(folder: Path | str, globs: Sequence[str] = ("*",), cursor: LandingCursor | None = None) -> Listing:
     """The complete entries directly in ``folder`` that a run handles (files the globs match,
     and links or other entries it sets aside), oldest arrival first; ``folder`` is a local path
-    or an object storage URI. With ``cursor``, a local folder's names at or before its mark are
-    not looked at one by one (see the module's docstring)."""
+    or an object storage URI. With ``cursor``, the names at or before its mark are not looked at
+    one by one (see the module's docstring)."""
     started, stamp = time.time_ns(), folder_stamp(folder)
     fresh = cursor is not None and started - cursor.full_at < FULL_LISTING_S * 1_000_000_000
     if cursor is not None and cursor.mark and fresh:
         if isinstance(folder, Path):
             since = _since_mark(folder, globs, cursor, stamp, started)
         else:
-            since = None if cursor.unordered else _objects_since_mark(folder, globs, cursor, started)
+            since = _objects_since_mark(folder, globs, cursor, started)
         if since is not None:
             return since
     files, not_read, in_progress = [], [], 0
@@ -120,44 +140,65 @@ def scan(folder: Path | str, globs: Sequence[str] = ("*",), cursor: LandingCurso
         else:
             not_read.append(entry.name + ("/" if entry.kind == "folder" else ""))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
-    names = [f.name for f in files] + [n.removesuffix("/") for n in not_read]
-    unordered = cursor is not None and not isinstance(folder, Path) and _landed_before_mark(names, cursor)
-    listing = Listing(files, in_progress, tuple(sorted(not_read)), stamp, started, full_at=started, unordered=unordered)
+    listing = Listing(files, in_progress, tuple(sorted(not_read)), stamp, started, full_at=started)
+    if cursor is not None and not isinstance(folder, Path):
+        doubt = _from_mark(cursor, started) and _changed_before_mark(files, cursor)
+        listing = replace(listing, doubt=doubt, below_changed_at=started if doubt else cursor.below_changed_at)
     if len(not_read) > MAX_SKIPPED:
         return listing
+    if not isinstance(folder, Path):  # the greatest file name: a folder "archive/" may sort after them
+        return replace(
+            listing, mark=max((f.name for f in files), default=""), below=len(files), skipped=listing.not_read
+        )
+    names = [f.name for f in files] + [n.removesuffix("/") for n in not_read]
     return replace(listing, mark=max(names, default=""), below=len(names), skipped=tuple(sorted(not_read)))
 
 
-def _landed_before_mark(names: list[str], cursor: LandingCursor) -> bool:
-    """Whether an object store's folder's names were seen not to sort by arrival: before, or now
-    (a whole listing holds more names at or before the cursor's mark than the cursor counted)."""
-    return cursor.unordered or (bool(cursor.mark) and sum(1 for n in names if n <= cursor.mark) > cursor.below)
+def _from_mark(cursor: LandingCursor, now_ns: int) -> bool:
+    """Whether an object store's folder is listed from ``cursor``'s mark: it has one, holds a
+    page of files or more, and no whole listing found the files before the mark changed lately."""
+    lately = now_ns - cursor.below_changed_at < WHOLE_AFTER_CHANGE_S * 1_000_000_000
+    return bool(cursor.mark) and cursor.below >= START_AFTER_MIN_FILES and not (cursor.below_changed_at and lately)
+
+
+def _changed_before_mark(files: list[LandedFile], cursor: LandingCursor) -> bool:
+    """Whether a whole listing finds the files at or before ``cursor``'s mark other than it
+    counted them, or one it does not know that arrived after every file it saw."""
+    before = [f for f in files if f.name <= cursor.mark]
+    unknown = (f for f in before if f.name not in cursor.recent and f.arrived_ns > cursor.hwm)
+    return len(before) != cursor.below or any(unknown)
 
 
 def _objects_since_mark(folder: str, globs: Sequence[str], cursor: LandingCursor, started: int) -> Listing | None:
     """The listing of the object store's ``folder`` that asks only for the names after
-    ``cursor``'s mark; the names at or before it are taken as the cursor counted them (recent
-    ones named, the rest counted). None when the store cannot list from a name."""
+    ``cursor``'s mark; the files at or before it are taken as the cursor counted them (recent
+    ones named, the rest counted), the entries nothing reads as it named them. None when the
+    folder is to be listed whole (:func:`_from_mark`), or the store cannot list from a name."""
+    if not _from_mark(cursor, started):
+        return None
     after = list_objects_after(folder, globs, cursor.mark)
     if after is None:
         return None
     files = [LandedFile(name, arrived, 0) for name, arrived in cursor.recent.items() if name <= cursor.mark]
+    old = max(0, cursor.below - len(files))
+    known = {n.removesuffix("/") for n in cursor.skipped}
     not_read = list(cursor.skipped)
-    old = max(0, cursor.below - len(files) - len(not_read))
     new_mark, below, in_progress = cursor.mark, cursor.below, 0
-    for found in after:
+    # A store that ignores start-after answers with every name; S3 lists a folder "a/" after "a-1".
+    for found in (f for f in after if f.name > cursor.mark):
         if found.kind == "in_progress":
             in_progress += 1
-            continue
-        new_mark, below = max(new_mark, found.name), below + 1
-        if found.kind in ("file", "refused"):
+        elif found.kind in ("file", "refused"):
+            new_mark, below = max(new_mark, found.name), below + 1
             files.append(LandedFile(found.name, found.arrived_ns, found.size))
-        else:
+        elif found.name not in known:
             not_read.append(found.name + ("/" if found.kind == "folder" else ""))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
     shown = tuple(sorted(not_read))
     kept = new_mark if len(shown) <= MAX_SKIPPED else ""
-    return Listing(files, in_progress, shown, None, started, old, kept, below, shown, cursor.full_at)
+    return Listing(
+        files, in_progress, shown, None, started, old, kept, below, shown, cursor.full_at, cursor.below_changed_at
+    )
 
 
 def _since_mark(

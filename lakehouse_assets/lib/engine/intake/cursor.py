@@ -17,7 +17,8 @@ The cursor (JSON) holds
   (at most :data:`MAX_SKIPPED`), and ``full_at``, when every entry was last looked at. A later
   listing stats only the names after the mark (and those not accounted for when the count of
   names at or before it says one was added); an object store lists only the names after it,
-  unless ``unordered`` says its names were seen not to sort by arrival.
+  unless ``below_changed_at`` says a whole listing lately found the files at or before it
+  changed (names that do not sort by arrival, or files removed).
 
 A file is new when its name is not in ``recent`` and it arrived after ``hwm - grace``. The
 grace window covers directory listings that race a rename and arrivals reported slightly out
@@ -66,9 +67,8 @@ class LandingCursor:
     below: int = 0
     skipped: tuple[str, ...] = ()
     full_at: int = 0
-    # Object storage: a whole listing found a name added at or before the mark (names that do
-    # not sort by arrival), so its listings no longer start at the mark.
-    unordered: bool = False
+    # Object storage: when a whole listing last found the files at or before the mark changed.
+    below_changed_at: int = 0
 
     @classmethod
     def load(cls, text: str | None) -> LandingCursor:
@@ -89,7 +89,7 @@ class LandingCursor:
             int(data.get("below", 0)),
             tuple(str(x) for x in data.get("skipped", ())),
             int(data.get("full_at", 0)),
-            bool(data.get("unordered", False)),
+            int(data.get("below_changed_at", 0)),
         )
 
     def dump(self) -> str:
@@ -104,7 +104,7 @@ class LandingCursor:
         data |= stamp if self.stamp else {}
         mark = {"mark": self.mark, "below": self.below, "skipped": list(self.skipped), "full_at": self.full_at}
         data |= mark if self.mark else {}
-        data |= {"unordered": True} if self.unordered else {}
+        data |= {"below_changed_at": self.below_changed_at} if self.below_changed_at else {}
         return json.dumps(data, sort_keys=True)
 
     def unchanged(self, stamp: int | None, now_ns: int) -> bool:

@@ -4,6 +4,7 @@ cannot be looked at (a loop, a permission, one gone while listing) is reported, 
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Sequence
@@ -18,6 +19,8 @@ from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_c
 from lakehouse_assets.lib.engine.state import s3_api, storage
 from lakehouse_assets.lib.settings import current
 
+_LOG = logging.getLogger(__name__)
+_FAILED_LISTINGS: set[str] = set()  # folders whose start-after listing failed in this process
 EntryKind = Literal["file", "folder", "unmatched", "refused", "in_progress"]
 SET_ASIDE_FOLDER = "_set_aside"
 
@@ -122,7 +125,14 @@ def list_local(folder: Path, globs: Sequence[str], links_inside: bool = False) -
 
 def object_entry(name: str, folder: bool, modified_ns: int, size: int, patterns: list[str]) -> Entry:
     """What the entry ``name`` directly under a listed prefix is: an object appears whole when
-    its upload completes (its arrival), and object storage has no links."""
+    its upload completes (its arrival), and object storage has no links.
+
+    :param name: its name under the prefix.
+    :param folder: it is a common prefix (a sub-folder).
+    :param modified_ns: its ``LastModified``, in ns.
+    :param size: its size in bytes.
+    :param patterns: the file names read (:func:`expand_globs` of the input's globs).
+    """
     if not is_complete(name):
         return Entry(name, "in_progress")
     if folder:
@@ -142,10 +152,16 @@ def list_objects(prefix: str, globs: Sequence[str]) -> list[Entry]:
 
 
 def list_objects_after(prefix: str, globs: Sequence[str], after: str) -> list[Entry] | None:
-    """The entries directly under the S3 ``prefix`` (``s3a://bucket/landing/events``) whose names
-    sort after ``after``, from a listing that starts there (its cost is what is after it, not
-    the folder's size); None when that listing cannot be made here (another store, no key pair
-    to sign it with, a store that refused or failed): list the folder whole instead."""
+    """The entries directly under the S3 ``prefix`` whose names sort after ``after``, from a
+    listing that starts there (its cost is what is after it, not the folder's size); None when
+    that listing cannot be made here (another store, no key pair to sign it with, a store that
+    refused, failed or answered something else: the first such failure is logged): list the
+    folder whole instead.
+
+    :param prefix: the folder (``s3a://bucket/landing/events``).
+    :param globs: the file names read (Hadoop-style globs).
+    :param after: the name the listing starts after.
+    """
     scheme, _, rest = prefix.partition("://")
     settings = current()
     if scheme not in ("s3", "s3a") or not (settings.s3_access_key and settings.s3_secret_key):
@@ -153,7 +169,10 @@ def list_objects_after(prefix: str, globs: Sequence[str], after: str) -> list[En
     bucket, _, key = rest.partition("/")
     try:
         listed = s3_api.list_after(settings, bucket, key, after)
-    except (OSError, ElementTree.ParseError):
+    except (OSError, ValueError, ElementTree.ParseError) as error:
+        if prefix not in _FAILED_LISTINGS:
+            _FAILED_LISTINGS.add(prefix)
+            _LOG.warning("%s: listing the names after %r failed (%s); listing it whole", prefix, after, error)
         return None
     patterns = expand_globs(globs)
     return [object_entry(o.name, o.folder, o.modified_ns, o.size, patterns) for o in listed]

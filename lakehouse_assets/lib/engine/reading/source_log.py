@@ -96,10 +96,7 @@ def planned_files(query_checkpoint: str, folder: str) -> list[str] | None:
     if not batches or storage.exists(f"{query_checkpoint}/commits/{max(batches)}"):
         return None
     planned = (storage.read_text(f"{query_checkpoint}/offsets/{max(batches)}") or "").splitlines()[2:]
-    committed = [int(n) for n in storage.list_names(f"{query_checkpoint}/commits") if n.isdigit()]
-    before = (
-        (storage.read_text(f"{query_checkpoint}/offsets/{max(committed)}") or "").splitlines()[2:] if committed else []
-    )
+    before = committed_offsets(query_checkpoint) or []
     for index, line in enumerate(planned):
         end = log_offset(line)
         start = log_offset(before[index]) if index < len(before) else -1

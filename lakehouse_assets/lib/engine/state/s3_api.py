@@ -11,6 +11,7 @@ import calendar
 import hashlib
 import hmac
 import http.client
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
@@ -19,6 +20,11 @@ from xml.etree import ElementTree
 from lakehouse_assets.lib.settings import Settings
 
 TIMEOUT_S = 30.0
+# A listing's requests each answer within LIST_TIMEOUT_S, all within LIST_DEADLINE_S, and a
+# listing asks at most LIST_MAX_PAGES pages (more is a backlog a whole listing serves as well).
+LIST_TIMEOUT_S = 5.0
+LIST_DEADLINE_S = 10.0
+LIST_MAX_PAGES = 20
 
 
 def _hmac(key: bytes, text: str) -> bytes:
@@ -90,9 +96,18 @@ def send(
     query: dict[str, str] | None = None,
     body: bytes = b"",
     extra: dict[str, str] | None = None,
+    timeout: float = TIMEOUT_S,
 ) -> tuple[int, bytes]:
-    """Send one signed request about ``bucket`` (and the object ``key``); its status and body.
+    """Send one signed request about ``bucket``; its status and body.
 
+    :param settings: the endpoint, region and credentials.
+    :param method: the HTTP method.
+    :param bucket: the bucket.
+    :param key: the object's key (no leading ``/``; "" for the bucket itself).
+    :param query: the query's parameters.
+    :param body: the payload.
+    :param extra: further headers to send and sign.
+    :param timeout: seconds to connect, and to wait for each read.
     :raises OSError: the store could not be reached, or its answer was malformed or cut.
     """
     scheme, host, prefix = endpoint(settings, bucket)
@@ -100,7 +115,10 @@ def send(
     text = canonical_query(query or {})
     headers = signed_headers(settings, method, host, path, body, extra or {}, datetime.now(UTC), text)
     connection_type = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-    connection = connection_type(host, timeout=TIMEOUT_S)
+    try:
+        connection = connection_type(host, timeout=timeout)
+    except http.client.HTTPException as error:  # an endpoint that is not host[:port]
+        raise OSError(f"{method} s3://{bucket}/{key}: {error!r}") from None
     try:
         connection.request(method, f"{path}?{text}" if text else path, body=body or None, headers=headers)
         response = connection.getresponse()
@@ -132,19 +150,29 @@ def _modified_ns(text: str) -> int:
 
 def list_after(settings: Settings, bucket: str, prefix: str, after: str, page_size: int = 1000) -> list[ListedObject]:
     """The entries directly under ``prefix`` (``landing/events``) whose names sort after ``after``,
-    in name order (``ListObjectsV2`` with ``start-after``, a page of ``page_size`` a request).
+    in name order (``ListObjectsV2`` with ``start-after``).
 
-    :raises OSError: the store could not be reached or did not answer 200.
+    :param settings: the endpoint, region and credentials.
+    :param bucket: the bucket.
+    :param prefix: the folder's key prefix, without the bucket.
+    :param after: the name (within the folder) the listing starts after.
+    :param page_size: keys a request (S3 answers at most 1,000).
+    :raises OSError: the store could not be reached, did not answer 200 with a listing, or
+        answered more than :data:`LIST_MAX_PAGES` pages or for longer than :data:`LIST_DEADLINE_S`.
+    :raises ValueError: an entry's time or size does not read as one.
     """
     folder = prefix.strip("/") + "/" if prefix.strip("/") else ""
     query = {"list-type": "2", "prefix": folder, "delimiter": "/", "max-keys": str(page_size)}
     query["start-after"] = folder + after
     found: list[ListedObject] = []
-    while True:
-        status, body = send(settings, "GET", bucket, query=query)
-        if status != 200:
+    deadline = time.monotonic() + LIST_DEADLINE_S
+    for _ in range(LIST_MAX_PAGES):
+        if time.monotonic() > deadline:
+            raise OSError(f"listing s3://{bucket}/{folder} took more than {LIST_DEADLINE_S:g} s")
+        status, body = send(settings, "GET", bucket, query=query, timeout=LIST_TIMEOUT_S)
+        page = ElementTree.fromstring(body) if status == 200 else None
+        if page is None or not page.tag.endswith("ListBucketResult"):
             raise OSError(f"listing s3://{bucket}/{folder} answered {status}: {body[:200]!r}")
-        page = ElementTree.fromstring(body)
         for item in page.findall(f"{_XML}Contents"):
             name = item.findtext(f"{_XML}Key", "").removeprefix(folder)
             if not name:
@@ -157,3 +185,4 @@ def list_after(settings: Settings, bucket: str, prefix: str, after: str, page_si
         if page.findtext(f"{_XML}IsTruncated") != "true" or not token:
             return sorted(found, key=lambda o: o.name)
         query = {k: v for k, v in query.items() if k != "start-after"} | {"continuation-token": token}
+    raise OSError(f"listing s3://{bucket}/{folder} after {after!r} ran past {LIST_MAX_PAGES} pages")
