@@ -85,6 +85,8 @@ def test_each_file_is_requested_once_from_listings_after_the_mark(bucket: Bucket
         assert (new, beyond) == ({f"ev-{i:04d}.jsonl"}, 0)
         assert tick(cursor)[:2] == (set(), 0)
     assert (bucket.whole, cursor.mark, cursor.below, cursor.n) == (1, "ev-0011.jsonl", 12, 12)
+    whole = landing.scan(FOLDER, GLOBS, replace(cursor, full_at=0))  # the sum kept name by name holds
+    assert whole.checked and not whole.doubt and whole.below_sum == cursor.below_sum
 
 
 def test_a_small_folder_is_listed_whole_every_tick(bucket: Bucket) -> None:
@@ -127,39 +129,64 @@ def test_a_store_that_ignores_start_after_still_requests_each_file_once(monkeypa
 def test_a_file_landed_before_the_mark_is_requested_by_the_next_whole_listing(bucket: Bucket) -> None:
     cursor = fill(bucket, 5)
     bucket.land("ev-0002b.jsonl")  # sorts before the mark, ev-0004.jsonl
-    assert tick(cursor)[:2] == (set(), 0)  # a listing after the mark cannot see it
+    new, beyond, cursor = tick(cursor)
+    assert (new, beyond, cursor.from_mark) == (set(), 0, True)  # a listing after the mark cannot see it
     cursor = replace(cursor, full_at=0)  # the whole listing of every FULL_LISTING_S is due
     new, _, cursor = tick(cursor)
     assert new == {"ev-0002b.jsonl"} and cursor.below_changed_at > 0
     bucket.land("ev-0001b.jsonl")  # the folder is now listed whole: seen at once
     assert tick(cursor)[0] == {"ev-0001b.jsonl"}
     assert (bucket.whole, bucket.after) == (3, 1)
-    day_later = replace(cursor, below_changed_at=cursor.below_changed_at - landing.WHOLE_AFTER_CHANGE_S * 1_000_000_000)
+    day_later = replace(cursor, below_changed_at=cursor.below_changed_at - landing.WHOLE_AFTER_CHANGE_S * 10**9)
     bucket.land("ev-0100.jsonl")
     assert tick(day_later)[0] == {"ev-0100.jsonl"}
     assert bucket.after == 2  # a day without one, the folder is listed from its mark again
 
 
-def test_a_slow_upload_hidden_by_removals_still_gets_a_run(bucket: Bucket) -> None:
+@pytest.mark.parametrize("removed", [1, 2])
+def test_a_slow_upload_hidden_by_removals_still_gets_a_run(bucket: Bucket, removed: int) -> None:
     """A slow upload's time is its start: it lands after later names did, with a time older than
-    the cursor's window, while files the folder held are removed, so neither its time nor the
-    count of files names it new: the whole listing requests a run all the same."""
+    the cursor's window, while files the folder held are removed (one: the count is unchanged),
+    so neither its time nor the count names it new: the whole listing requests a run all the same."""
     cursor = fill(bucket, 6)
-    for name in ("ev-0000.jsonl", "ev-0001.jsonl"):
+    cursor = tick(cursor)[2]  # from the mark, nothing new
+    for name in ("ev-0000.jsonl", "ev-0001.jsonl")[:removed]:
         del bucket.objects[name]
     bucket.land("ev-0003a.jsonl", arrived_ns=bucket.clock - 2 * GRACE_NS)
     assert tick(cursor)[:2] == (set(), 0)  # from the mark: nothing to see
     new, beyond, cursor = tick(replace(cursor, full_at=0))
     assert (new, beyond) == (set(), 1) and cursor.below_changed_at > 0
-    assert (cursor.n, cursor.below) == (5, 5)
+    assert (cursor.n, cursor.below) == (7 - removed, 7 - removed)
     assert tick(cursor)[:2] == (set(), 0)  # listed whole now: counted right, nothing more asked
 
 
+def test_a_whole_listing_that_finds_nothing_changed_lets_a_waiting_tick_keep_its_time(bucket: Bucket) -> None:
+    cursor = tick(fill(bucket, 6))[2]
+    bucket.land("ev-0100.jsonl")
+    listing = landing.scan(FOLDER, GLOBS, replace(cursor, full_at=0))
+    assert listing.checked and not listing.doubt
+    assert listing.checked_cursor(cursor) == replace(cursor, full_at=listing.full_at)
+    del bucket.objects["ev-0003.jsonl"]
+    assert landing.scan(FOLDER, GLOBS, replace(cursor, full_at=0)).checked_cursor(cursor) is None
+
+
+def test_removals_seen_by_listings_that_are_all_whole_ask_for_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another store, or a start-after listing that fails: every tick lists whole, as before."""
+    store = Bucket()
+    monkeypatch.setattr(landing, "list_entries", lambda folder, globs: store.entries())
+    monkeypatch.setattr(landing, "list_objects_after", lambda folder, globs, name: None)
+    monkeypatch.setattr(landing, "START_AFTER_MIN_FILES", SMALL)
+    cursor = tick(fill(store, 6))[2]
+    del store.objects["ev-0002.jsonl"]
+    new, beyond, cursor = tick(replace(cursor, full_at=0))
+    assert (new, beyond, cursor.n, cursor.below_changed_at) == (set(), 0, 5, 0)
+
+
 def test_files_removed_between_whole_listings_get_one_run_and_whole_listings(bucket: Bucket) -> None:
-    cursor = fill(bucket, 6)
+    cursor = tick(fill(bucket, 6))[2]
     del bucket.objects["ev-0002.jsonl"]
     new, beyond, cursor = tick(replace(cursor, full_at=0))
     assert (new, beyond, cursor.n) == (set(), 1, 5)
     bucket.land("ev-0001a.jsonl", arrived_ns=bucket.clock - 2 * GRACE_NS)  # listed whole: the count shows it
     assert tick(cursor)[:2] == (set(), 1)
-    assert bucket.after == 0
+    assert bucket.after == 1

@@ -90,13 +90,19 @@ def test_a_store_that_repeats_its_token_is_given_up_on(store: Store) -> None:
 def test_a_listing_that_cannot_be_made_or_read_means_listing_whole(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(entries, "_FAILED_AT", {})
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     store.answers.append((200, page(["b.json"]).replace(b"2026-12-07T21:00:00.250Z", b"yesterday")))
     assert entries.list_objects_after("s3a://b/in", ["*.json"], "a") is None
+    entries._FAILED_AT.clear()
     store.answers.append((200, b"<ListBucketResult><Contents><Key>in/b</Key>"))  # cut short
     assert entries.list_objects_after("s3a://b/in", ["*.json"], "a") is None
     assert entries.list_objects_after("gs://b/in", ["*.json"], "a") is None  # another store
+    asked = len(store.asked)
+    assert entries.list_objects_after("s3a://b/in", ["*.json"], "a") is None  # failed lately: not asked again
+    assert len(store.asked) == asked
+    monkeypatch.setattr(entries, "_FAILED_AT", {})
     store.answers.append((200, page(["b.json", "_c.json", "d.txt"], folders=["sub"])))
     kinds = {e.name: e.kind for e in entries.list_objects_after("s3a://b/in", ["*.json"], "a") or []}
     assert kinds == {"b.json": "file", "_c.json": "in_progress", "d.txt": "unmatched", "sub": "folder"}

@@ -226,12 +226,14 @@ def decide(
     run = runs.going
     # A run past its reading of the folder cannot take a new file: the next run starts now, its
     # steps each waiting only for their own table's writer (the table pools), not for its tail.
+    checked = listing.checked_cursor(cursor) if listing is not None else None
     if run is not None and not run.past_reading:
         if tick.may_watch(now, settings):
-            return Watch(tick.poll_s)
+            return Watch(tick.poll_s, checked)
         return Skip(
             f"{what} waiting: run {run.run_id[:8]} of {run.job_name} is {run.status}. "
-            "It or the next run drains every new file, so the sensor waits for it to finish."
+            "It or the next run drains every new file, so the sensor waits for it to finish.",
+            checked,
         )
     settling = settings.settling_for(result.new, now)
     if 0 < settling <= settings.settle_wait_s and not tick.settled:
@@ -240,7 +242,8 @@ def decide(
         newest_age = now - result.new[-1].arrived_ns / 1e9
         return Skip(
             f"{what} waiting {settings.settle_s:g}s for the landing folder to settle "
-            f"(newest arrived {max(0.0, newest_age):.1f}s ago), so a burst gives one run."
+            f"(newest arrived {max(0.0, newest_age):.1f}s ago), so a burst gives one run.",
+            checked,
         )
     next_cursor = listing.marked(result.next_cursor) if listing is not None else result.next_cursor
     return Request(tuple(result.new), result.unidentified, next_cursor, result.run_key(source))

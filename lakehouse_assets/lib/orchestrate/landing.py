@@ -21,13 +21,13 @@ costs one request per 1,000 names. On S3 (and stores that speak its API), once a
 page of files or more, a tick asks only for the names after the mark, the greatest *file* name
 (``ListObjectsV2``'s ``start-after``: one request however many files the folder keeps). Such a
 listing cannot see the names at or before the mark: the files there are taken as the cursor
-counted them until the next whole listing, within ``FULL_LISTING_S``. When that listing finds
-them changed (a name landed there: names that do not sort by arrival; or files removed) it
-requests a run, whether or not it can name a new file (a slow upload's time is its start, older
-than the cursor's window, and a removal can hide it from the count), and the folder is listed
-whole for :data:`WHOLE_AFTER_CHANGE_S` after (``below_changed_at``), as every tick did before.
-Folders and files nothing reads are named from the cursor's ``skipped`` between whole listings,
-and in-progress names (``_x``) are counted only after the mark.
+summed them (``below_sum``, an order-free sum of their names, each new file's added) until the
+next whole listing, within ``FULL_LISTING_S``. When that listing's sum differs (a name landed
+there: names that do not sort by arrival, or a slow upload whose time, its start, is older than
+the cursor's window; or files removed) it requests a run, whether or not it can name a new file,
+and the folder is listed whole for :data:`WHOLE_AFTER_CHANGE_S` after (``below_changed_at``), as
+every tick did before. Folders and files nothing reads are named from the cursor's ``skipped``
+between whole listings, and in-progress names (``_x``) are counted only after the mark.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from lakehouse_assets.lib.engine.intake.cursor import (
     LandingCursor,
     digest,
     evaluate,
+    name_sum,
 )
 from lakehouse_assets.lib.engine.intake.entries import list_entries, list_objects_after, local_entry
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete
@@ -76,9 +77,13 @@ class Listing:
     skipped: tuple[str, ...] = ()
     full_at: int = 0
     below_changed_at: int = 0
-    # A whole listing of an object store's folder listed from its mark till now found the files
-    # at or before the mark changed: a run is requested even if no file can be named new.
+    below_sum: int = 0
+    from_mark: bool = False
+    # A whole listing of an object store's folder whose cursor came from a listing after its mark
+    # found the files at or before the mark changed: a run is owed even if no file is named new.
     doubt: bool = False
+    # A whole listing of an object store's folder found them as the cursor summed them.
+    checked: bool = False
 
     @property
     def count(self) -> int:
@@ -100,7 +105,15 @@ class Listing:
             skipped=self.skipped,
             full_at=self.full_at,
             below_changed_at=self.below_changed_at,
+            below_sum=self.below_sum,
+            from_mark=self.from_mark,
         )
+
+    def checked_cursor(self, cursor: LandingCursor) -> LandingCursor | None:
+        """``cursor`` with its whole listing's time moved to this listing's, when this one is a
+        whole listing that found the files at or before its mark as it summed them (a tick that
+        keeps no cursor, waiting for a run, then lists from the mark again); else None."""
+        return replace(cursor, full_at=self.full_at) if self.checked else None
 
     def stamped(self, cursor: LandingCursor) -> LandingCursor:
         """``cursor``, which holds every file of this listing, stamped with it and marked."""
@@ -141,37 +154,33 @@ def scan(folder: Path | str, globs: Sequence[str] = ("*",), cursor: LandingCurso
             not_read.append(entry.name + ("/" if entry.kind == "folder" else ""))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
     listing = Listing(files, in_progress, tuple(sorted(not_read)), stamp, started, full_at=started)
-    if cursor is not None and not isinstance(folder, Path):
-        doubt = _from_mark(cursor, started) and _changed_before_mark(files, cursor)
-        listing = replace(listing, doubt=doubt, below_changed_at=started if doubt else cursor.below_changed_at)
+    if cursor is not None and not isinstance(folder, Path) and cursor.mark and cursor.below_sum:
+        same = name_sum(f.name for f in files if f.name <= cursor.mark) == cursor.below_sum
+        doubt = cursor.from_mark and not same
+        changed_at = started if doubt else cursor.below_changed_at
+        listing = replace(listing, doubt=doubt, checked=same, below_changed_at=changed_at)
     if len(not_read) > MAX_SKIPPED:
         return listing
     if not isinstance(folder, Path):  # the greatest file name: a folder "archive/" may sort after them
-        return replace(
-            listing, mark=max((f.name for f in files), default=""), below=len(files), skipped=listing.not_read
-        )
+        mark = max((f.name for f in files), default="")
+        sums = name_sum(f.name for f in files)
+        return replace(listing, mark=mark, below=len(files), skipped=listing.not_read, below_sum=sums)
     names = [f.name for f in files] + [n.removesuffix("/") for n in not_read]
     return replace(listing, mark=max(names, default=""), below=len(names), skipped=tuple(sorted(not_read)))
 
 
 def _from_mark(cursor: LandingCursor, now_ns: int) -> bool:
-    """Whether an object store's folder is listed from ``cursor``'s mark: it has one, holds a
-    page of files or more, and no whole listing found the files before the mark changed lately."""
+    """Whether an object store's folder is listed from ``cursor``'s mark: it has one and the sum
+    of the names before it, holds a page of files or more, and no whole listing found the files
+    before the mark changed lately."""
     lately = now_ns - cursor.below_changed_at < WHOLE_AFTER_CHANGE_S * 1_000_000_000
-    return bool(cursor.mark) and cursor.below >= START_AFTER_MIN_FILES and not (cursor.below_changed_at and lately)
-
-
-def _changed_before_mark(files: list[LandedFile], cursor: LandingCursor) -> bool:
-    """Whether a whole listing finds the files at or before ``cursor``'s mark other than it
-    counted them, or one it does not know that arrived after every file it saw."""
-    before = [f for f in files if f.name <= cursor.mark]
-    unknown = (f for f in before if f.name not in cursor.recent and f.arrived_ns > cursor.hwm)
-    return len(before) != cursor.below or any(unknown)
+    marked = bool(cursor.mark) and bool(cursor.below_sum) and cursor.below >= START_AFTER_MIN_FILES
+    return marked and not (cursor.below_changed_at and lately)
 
 
 def _objects_since_mark(folder: str, globs: Sequence[str], cursor: LandingCursor, started: int) -> Listing | None:
     """The listing of the object store's ``folder`` that asks only for the names after
-    ``cursor``'s mark; the files at or before it are taken as the cursor counted them (recent
+    ``cursor``'s mark; the files at or before it are taken as the cursor summed them (recent
     ones named, the rest counted), the entries nothing reads as it named them. None when the
     folder is to be listed whole (:func:`_from_mark`), or the store cannot list from a name."""
     if not _from_mark(cursor, started):
@@ -193,12 +202,12 @@ def _objects_since_mark(folder: str, globs: Sequence[str], cursor: LandingCursor
             files.append(LandedFile(found.name, found.arrived_ns, found.size))
         elif found.name not in known:
             not_read.append(found.name + ("/" if found.kind == "folder" else ""))
+    below_sum = name_sum((f.name for f in files if f.name > cursor.mark), cursor.below_sum)
     files.sort(key=lambda f: (f.arrived_ns, f.name))
     shown = tuple(sorted(not_read))
     kept = new_mark if len(shown) <= MAX_SKIPPED else ""
-    return Listing(
-        files, in_progress, shown, None, started, old, kept, below, shown, cursor.full_at, cursor.below_changed_at
-    )
+    listing = Listing(files, in_progress, shown, None, started, old, kept, below, shown, cursor.full_at)
+    return replace(listing, below_changed_at=cursor.below_changed_at, below_sum=below_sum, from_mark=True)
 
 
 def _since_mark(

@@ -16,9 +16,10 @@ The cursor (JSON) holds
   how many complete names at or before it it held then, ``skipped``, those of them nothing reads
   (at most :data:`MAX_SKIPPED`), and ``full_at``, when every entry was last looked at. A later
   listing stats only the names after the mark (and those not accounted for when the count of
-  names at or before it says one was added); an object store lists only the names after it,
-  unless ``below_changed_at`` says a whole listing lately found the files at or before it
-  changed (names that do not sort by arrival, or files removed).
+  names at or before it says one was added). For an object store the mark is the greatest *file*
+  name, ``below`` counts files only and ``below_sum`` sums their names (:func:`name_sum`): a
+  listing asks only for the names after the mark (``from_mark``), unless ``below_changed_at`` says
+  a whole listing lately found that sum changed (a name landed before the mark, or files removed).
 
 A file is new when its name is not in ``recent`` and it arrived after ``hwm - grace``. The
 grace window covers directory listings that race a rename and arrivals reported slightly out
@@ -67,8 +68,12 @@ class LandingCursor:
     below: int = 0
     skipped: tuple[str, ...] = ()
     full_at: int = 0
-    # Object storage: when a whole listing last found the files at or before the mark changed.
+    # Object storage: when a whole listing last found the files at or before the mark changed,
+    # an order-free sum of their names (:func:`name_sum`), and whether this cursor's listing asked
+    # only for the names after the mark.
     below_changed_at: int = 0
+    below_sum: int = 0
+    from_mark: bool = False
 
     @classmethod
     def load(cls, text: str | None) -> LandingCursor:
@@ -90,6 +95,8 @@ class LandingCursor:
             tuple(str(x) for x in data.get("skipped", ())),
             int(data.get("full_at", 0)),
             int(data.get("below_changed_at", 0)),
+            int(data.get("below_sum", 0)),
+            bool(data.get("from_mark", False)),
         )
 
     def dump(self) -> str:
@@ -105,6 +112,7 @@ class LandingCursor:
         mark = {"mark": self.mark, "below": self.below, "skipped": list(self.skipped), "full_at": self.full_at}
         data |= mark if self.mark else {}
         data |= {"below_changed_at": self.below_changed_at} if self.below_changed_at else {}
+        data |= {"below_sum": self.below_sum, "from_mark": self.from_mark} if self.below_sum else {}
         return json.dumps(data, sort_keys=True)
 
     def unchanged(self, stamp: int | None, now_ns: int) -> bool:
@@ -126,6 +134,15 @@ class LandingCursor:
             confirmed = self.confirmed or started_ns - self.stamp_at >= 1_000_000_000
             return replace(self, confirmed=confirmed, listed_at=started_ns)
         return replace(self, stamp=stamp, stamp_at=started_ns, confirmed=False, listed_at=started_ns)
+
+
+def name_sum(names: Iterable[str], start: int = 0) -> int:
+    """``start`` plus a 64-bit hash of each name, modulo 2**64: the same for the same names in any
+    order, so a sum kept name by name can be checked against one of a whole listing."""
+    total = start
+    for name in names:
+        total += int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogateescape"), digest_size=8).digest())
+    return total % (1 << 64)
 
 
 def digest(names: Sequence[str]) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,15 @@ from xml.etree import ElementTree
 
 from pyarrow import fs as pafs
 
+from lakehouse_assets.lib.engine.intake.cursor import FULL_LISTING_S
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete, matches, name_problem
 from lakehouse_assets.lib.engine.state import s3_api, storage
 from lakehouse_assets.lib.settings import current
 
 _LOG = logging.getLogger(__name__)
-_FAILED_LISTINGS: set[str] = set()  # folders whose start-after listing failed in this process
+# When a folder's start-after listing last failed in this process: it is not asked for again
+# before FULL_LISTING_S (each request may wait LIST_TIMEOUT_S, and a sensor tick has seconds).
+_FAILED_AT: dict[str, float] = {}
 EntryKind = Literal["file", "folder", "unmatched", "refused", "in_progress"]
 SET_ASIDE_FOLDER = "_set_aside"
 
@@ -155,8 +159,8 @@ def list_objects_after(prefix: str, globs: Sequence[str], after: str) -> list[En
     """The entries directly under the S3 ``prefix`` whose names sort after ``after``, from a
     listing that starts there (its cost is what is after it, not the folder's size); None when
     that listing cannot be made here (another store, no key pair to sign it with, a store that
-    refused, failed or answered something else: the first such failure is logged): list the
-    folder whole instead.
+    refused, failed or answered something else, now or within ``FULL_LISTING_S``: the first
+    such failure is logged): list the folder whole instead.
 
     :param prefix: the folder (``s3a://bucket/landing/events``).
     :param globs: the file names read (Hadoop-style globs).
@@ -166,13 +170,15 @@ def list_objects_after(prefix: str, globs: Sequence[str], after: str) -> list[En
     settings = current()
     if scheme not in ("s3", "s3a") or not (settings.s3_access_key and settings.s3_secret_key):
         return None
+    if time.monotonic() - _FAILED_AT.get(prefix, -FULL_LISTING_S) < FULL_LISTING_S:
+        return None
     bucket, _, key = rest.partition("/")
     try:
         listed = s3_api.list_after(settings, bucket, key, after)
     except (OSError, ValueError, ElementTree.ParseError) as error:
-        if prefix not in _FAILED_LISTINGS:
-            _FAILED_LISTINGS.add(prefix)
+        if prefix not in _FAILED_AT:
             _LOG.warning("%s: listing the names after %r failed (%s); listing it whole", prefix, after, error)
+        _FAILED_AT[prefix] = time.monotonic()
         return None
     patterns = expand_globs(globs)
     return [object_entry(o.name, o.folder, o.modified_ns, o.size, patterns) for o in listed]
