@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from lakehouse_assets.lib.engine.intake import late_files
+from lakehouse_assets.lib.engine.intake.entries import Entry, object_entry
 from lakehouse_assets.lib.engine.intake.late_files import LateFiles
 
 pytestmark = pytest.mark.unit
@@ -148,3 +150,56 @@ def test_a_swap_before_the_mark_a_replaced_file_and_a_link_made_a_file_are_all_f
     land(folder, "ev-0009b.jsonl")
     assert listed(late, folder, held) == expected(folder, held)
     assert list(expected(folder, held)) == ["ev-0009b.jsonl"]
+
+
+class Bucket:
+    """Objects by name with their upload time, listed whole or from a name (or, like some stores,
+    whole whatever start-after says); counts the listings of each kind."""
+
+    def __init__(self, ignores_start_after: bool = False) -> None:
+        self.objects: dict[str, int] = {}
+        self.whole = self.after = 0
+        self.ignores_start_after = ignores_start_after
+
+    def entries(self, after: str | None = None) -> list[Entry]:
+        names = sorted(n for n in self.objects if after is None or self.ignores_start_after or n > after)
+        return [object_entry(n, False, self.objects[n], 1, ["*.jsonl"]) for n in names]
+
+
+@pytest.mark.parametrize("ignores_start_after", [False, True])
+def test_a_bucket_folder_is_listed_from_its_mark_and_whole_every_few_minutes(
+    monkeypatch: pytest.MonkeyPatch, ignores_start_after: bool
+) -> None:
+    bucket = Bucket(ignores_start_after)
+
+    def whole(folder, globs):  # type: ignore[no-untyped-def]
+        bucket.whole += 1
+        return bucket.entries()
+
+    def after(folder, globs, name):  # type: ignore[no-untyped-def]
+        bucket.after += 1
+        return bucket.entries(name)
+
+    monkeypatch.setattr(late_files, "list_entries", whole)
+    monkeypatch.setattr(late_files, "list_objects_after", after)
+    monkeypatch.setattr(late_files, "OBJECTS_FROM_MARK", 3)
+    folder, late = "s3a://bucket/landing/events", LateFiles()
+
+    def asked(after_ns: int) -> dict[str, int]:
+        found = late.files(folder, GLOBS, after_ns)
+        assert len({e.name for e in found}) == len(found), found  # each file once
+        return {e.name: e.arrived_ns for e in found}
+
+    def truth(after_ns: int) -> dict[str, int]:
+        return {n: t for n, t in bucket.objects.items() if n.endswith(".jsonl") and t > after_ns}
+
+    bucket.objects |= {f"ev-{i}.jsonl": 100 + i for i in range(5)} | {"notes.txt": 200}
+    assert asked(-1) == truth(-1) and (bucket.whole, bucket.after) == (1, 0)
+    bucket.objects["ev-7.jsonl"] = 107
+    assert asked(102) == truth(102) == {"ev-3.jsonl": 103, "ev-4.jsonl": 104, "ev-7.jsonl": 107}
+    assert asked(104) == truth(104) and (bucket.whole, bucket.after) == (1, 2)
+    bucket.objects["ev-5.jsonl"] = 105  # before the mark, ev-7.jsonl: seen by the next whole listing
+    assert asked(104) == {"ev-7.jsonl": 107}
+    late._memos[(folder, GLOBS)].full_at -= late_files.OBJECTS_FULL_LISTING_S
+    assert asked(104) == truth(104) == {"ev-5.jsonl": 105, "ev-7.jsonl": 107}
+    assert asked(50) == truth(50) and bucket.whole == 3  # the time asked moved back: listed whole

@@ -13,8 +13,13 @@ link, an entry that could not be read).
 It looks at every entry again when the digest differs (a name sorting before the mark was added,
 as a producer whose names do not follow time does, or removed, as retention does, or a file was
 replaced by another under its name), when the time asked moves back (a table's full refresh),
-and once an hour. Object storage lists each object's arrival with its name: nothing is
-remembered there. A file rewritten in place keeps the arrival it had when first seen.
+and once an hour. A file rewritten in place keeps the arrival it had when first seen.
+
+Object storage lists each object's arrival with its name, 1,000 a request. On S3, once a folder
+holds :data:`OBJECTS_FROM_MARK` files, a listing asks only for the names after the mark
+(``start-after``, one request) and takes the late files at or before it from the memo; every
+:data:`OBJECTS_FULL_LISTING_S` it lists whole, so a name landed before the mark (a producer whose
+names do not follow time) is seen within that time.
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lakehouse_assets.lib.engine.intake.entries import Entry, list_entries, local_entry, local_folder
+from lakehouse_assets.lib.engine.intake.entries import (
+    Entry,
+    list_entries,
+    list_objects_after,
+    local_entry,
+    local_folder,
+)
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete, name_problem
 from lakehouse_assets.lib.engine.state import storage
 
@@ -37,6 +48,10 @@ MAX_OTHERS = 1000
 FULL_LISTING_S = 3600
 # A memo holding more late files than this is not stored (a table that never ran waits for all).
 MAX_STORED_LATE = 10_000
+# An object store's folder is listed from its mark once it holds this many files (below, a whole
+# listing is one request too), and whole at least this often.
+OBJECTS_FROM_MARK = 1000
+OBJECTS_FULL_LISTING_S = 300
 _MASK = (1 << 64) - 1
 
 
@@ -53,6 +68,7 @@ class _Memo:
     after_ns: int
     late: dict[str, int]  # name -> arrival: the files at or before the mark that arrived after after_ns
     full_at: float  # when every entry was last looked at (epoch s)
+    files: int = 0  # object storage: the files at or before the mark
 
     def dump(self) -> str:
         return json.dumps(asdict(self))
@@ -93,16 +109,18 @@ class LateFiles:
         :param globs: the file names read.
         :param after_ns: the arrival time asked about (-1: every file).
         """
-        local = local_folder(folder)
-        if local is None:
-            return [e for e in list_entries(folder, globs) if e.kind == "file" and e.arrived_ns > after_ns]
         key = (folder, globs)
         stored = self._stored(key)
         memo = self._memos.pop(key, None) or (_Memo.load(storage.read_text(stored)) if stored else None)
-        usable = memo is not None and after_ns >= memo.after_ns and time.time() - memo.full_at < FULL_LISTING_S
-        late = self._since_mark(local, globs, memo, after_ns) if memo is not None and usable else None
-        if memo is None or late is None:
-            memo, late = self._list_all(local, globs, after_ns)
+        local = local_folder(folder)
+        if local is None:
+            memo, late = self._objects(folder, globs, memo, after_ns)
+        else:
+            usable = memo is not None and after_ns >= memo.after_ns and time.time() - memo.full_at < FULL_LISTING_S
+            since = self._since_mark(local, globs, memo, after_ns) if memo is not None and usable else None
+            memo, late = (
+                (memo, since) if memo is not None and since is not None else self._list_all(local, globs, after_ns)
+            )
         memo.after_ns, memo.late = after_ns, {e.name: e.arrived_ns for e in late}
         keep = len(memo.fixed) + len(memo.recheck) <= MAX_OTHERS
         if keep:
@@ -113,6 +131,25 @@ class LateFiles:
             else:
                 storage.delete(stored)  # an older memo would only cost a listing that finds it stale
         return late
+
+    def _objects(
+        self, folder: str, globs: tuple[str, ...], memo: _Memo | None, after_ns: int
+    ) -> tuple[_Memo, list[Entry]]:
+        """The late files of the object store's ``folder``: from its mark when ``memo`` allows (see
+        the module's docstring), else from a whole listing; with the memo to keep."""
+        fresh = memo is not None and time.time() - memo.full_at < OBJECTS_FULL_LISTING_S
+        usable = memo is not None and fresh and memo.files >= OBJECTS_FROM_MARK and after_ns >= memo.after_ns
+        listed = list_objects_after(folder, list(globs), memo.mark) if memo is not None and usable else None
+        if memo is None or listed is None:
+            memo, late, found = _Memo("", 0, [], [], after_ns, {}, time.time()), [], list_entries(folder, globs)
+        else:
+            late = [Entry(name, "file", arrived) for name, arrived in memo.late.items() if arrived > after_ns]
+            found = [e for e in listed if e.name > memo.mark]  # a store may ignore start-after
+        self.looked_at += len(found)
+        files = [e for e in found if e.kind == "file"]
+        late += [e for e in files if e.arrived_ns > after_ns]
+        memo.mark, memo.files = max([memo.mark, *(e.name for e in files)]), memo.files + len(files)
+        return memo, late
 
     @staticmethod
     def _scan(folder: Path) -> list[os.DirEntry[str]]:
