@@ -7,6 +7,7 @@ The same logic in more cases, server-free: lakehouse_assets_tests/unit/test_land
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -16,7 +17,8 @@ import pytest
 
 from devstack.s3server import S3Server
 from lakehouse_assets.definitions import TABLES, build_definitions
-from lakehouse_assets.lib.engine.intake import entries
+from lakehouse_assets.lib.engine.intake import entries, late_files
+from lakehouse_assets.lib.engine.intake.late_files import LateFiles
 from lakehouse_assets.lib.engine.state import s3_api, storage
 from lakehouse_assets.lib.orchestrate import landing
 from lakehouse_assets.lib.orchestrate.jobs import landing_sources
@@ -126,3 +128,21 @@ def test_a_listing_after_a_name_pages_through_what_the_server_holds_after_it(s3:
         assert (found.modified_ns, found.size) == (whole[found.name].mtime_ns, whole[found.name].size)
     kinds = {e.name: e.kind for e in entries.list_objects_after(folder, ["*.jsonl"], "^") or []}  # "^" < "_"
     assert kinds == {"_n-9.jsonl.tmp": "in_progress", "sub": "folder"} | dict.fromkeys(names, "file")
+
+
+def test_freshness_listings_of_a_bucket_folder_start_after_their_mark(
+    s3: S3Server, whole_listings: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(late_files, "OBJECTS_FROM_MARK", 1)
+    folder = f"{s3.root('freshness')}/landing/events"
+    for i in range(3):
+        storage.write_text(f"{folder}/ev-{i}.jsonl", "{}\n")
+    late = LateFiles()
+    first = {e.name: e.arrived_ns for e in late.files(folder, ("*.jsonl",), -1)}
+    assert set(first) == {"ev-0.jsonl", "ev-1.jsonl", "ev-2.jsonl"}
+    since = max(first.values())
+    time.sleep(1.1)  # S3Proxy's Last-Modified is to the second
+    storage.write_text(f"{folder}/ev-3.jsonl", "{}\n")
+    truth = {i.base_name: i.mtime_ns for i in storage.list_entries(folder) if i.mtime_ns > since}
+    assert {e.name: e.arrived_ns for e in late.files(folder, ("*.jsonl",), since)} == truth
+    assert "ev-3.jsonl" in truth and whole_listings == [folder]  # the second asked after the mark
