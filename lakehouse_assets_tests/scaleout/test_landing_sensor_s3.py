@@ -73,7 +73,7 @@ def whole_listings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return real(prefix, globs)
 
     monkeypatch.setattr(entries, "list_objects", counted)
-    monkeypatch.setattr(landing, "START_AFTER_MIN_FILES", 1)  # a page of 1,000 files: too slow to make here
+    monkeypatch.setattr(landing, "FROM_MARK_MIN_FILES", 1)  # a page of 1,000 files: too slow to make here
     yield listed
 
 
@@ -133,7 +133,7 @@ def test_a_listing_after_a_name_pages_through_what_the_server_holds_after_it(s3:
 def test_freshness_listings_of_a_bucket_folder_start_after_their_mark(
     s3: S3Server, whole_listings: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(late_files, "OBJECTS_FROM_MARK", 1)
+    monkeypatch.setattr(late_files, "FROM_MARK_MIN_FILES", 1)
     folder = f"{s3.root('freshness')}/landing/events"
     for i in range(3):
         storage.write_text(f"{folder}/ev-{i}.jsonl", "{}\n")

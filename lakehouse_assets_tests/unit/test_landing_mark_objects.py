@@ -19,7 +19,7 @@ pytestmark = pytest.mark.unit
 FOLDER = "s3a://bucket/landing/events"
 GLOBS = ["*.jsonl"]
 GRACE_NS = 600 * 1_000_000_000
-SMALL = 4  # START_AFTER_MIN_FILES here: a bucket folder of this many files is listed from its mark
+SMALL = 4  # FROM_MARK_MIN_FILES here: a bucket folder of this many files is listed from its mark
 
 
 class Bucket:
@@ -56,7 +56,7 @@ def bucket(monkeypatch: pytest.MonkeyPatch) -> Bucket:
 
     monkeypatch.setattr(landing, "list_entries", whole)
     monkeypatch.setattr(landing, "list_objects_after", after)
-    monkeypatch.setattr(landing, "START_AFTER_MIN_FILES", SMALL)
+    monkeypatch.setattr(landing, "FROM_MARK_MIN_FILES", SMALL)
     return store
 
 
@@ -117,7 +117,7 @@ def test_a_store_that_ignores_start_after_still_requests_each_file_once(monkeypa
     store = Bucket(ignores_start_after=True)
     monkeypatch.setattr(landing, "list_entries", lambda folder, globs: store.entries())
     monkeypatch.setattr(landing, "list_objects_after", lambda folder, globs, name: store.entries(name))
-    monkeypatch.setattr(landing, "START_AFTER_MIN_FILES", SMALL)
+    monkeypatch.setattr(landing, "FROM_MARK_MIN_FILES", SMALL)
     cursor = fill(store, 5)
     for i in range(5, 9):
         store.land(f"ev-{i:04d}.jsonl")
@@ -175,7 +175,7 @@ def test_removals_seen_by_listings_that_are_all_whole_ask_for_nothing(monkeypatc
     store = Bucket()
     monkeypatch.setattr(landing, "list_entries", lambda folder, globs: store.entries())
     monkeypatch.setattr(landing, "list_objects_after", lambda folder, globs, name: None)
-    monkeypatch.setattr(landing, "START_AFTER_MIN_FILES", SMALL)
+    monkeypatch.setattr(landing, "FROM_MARK_MIN_FILES", SMALL)
     cursor = tick(fill(store, 6))[2]
     del store.objects["ev-0002.jsonl"]
     new, beyond, cursor = tick(replace(cursor, full_at=0))

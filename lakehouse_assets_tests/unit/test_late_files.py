@@ -182,7 +182,7 @@ def test_a_bucket_folder_is_listed_from_its_mark_and_whole_every_few_minutes(
 
     monkeypatch.setattr(late_files, "list_entries", whole)
     monkeypatch.setattr(late_files, "list_objects_after", after)
-    monkeypatch.setattr(late_files, "OBJECTS_FROM_MARK", 3)
+    monkeypatch.setattr(late_files, "FROM_MARK_MIN_FILES", 3)
     folder, late = "s3a://bucket/landing/events", LateFiles()
 
     def asked(after_ns: int) -> dict[str, int]:

@@ -48,12 +48,15 @@ from lakehouse_assets.lib.engine.intake.cursor import (
     evaluate,
     name_sum,
 )
-from lakehouse_assets.lib.engine.intake.entries import list_entries, list_objects_after, local_entry
+from lakehouse_assets.lib.engine.intake.entries import (
+    FROM_MARK_MIN_FILES,
+    list_entries,
+    list_objects_after,
+    local_entry,
+)
 from lakehouse_assets.lib.engine.reading.landing_names import expand_globs, is_complete
 
-# An object store's folder is listed from its mark once it holds this many files (below, a whole
-# listing is one request too), and whole for this long after a file landed before its mark.
-START_AFTER_MIN_FILES = 1000
+# An object store's folder is listed whole for this long after the files before its mark changed.
 WHOLE_AFTER_CHANGE_S = 24 * 3600
 
 __all__ = ["Evaluation", "LandedFile", "LandingCursor", "Listing", "digest", "evaluate", "folder_stamp", "scan"]
@@ -154,19 +157,30 @@ def scan(folder: Path | str, globs: Sequence[str] = ("*",), cursor: LandingCurso
             not_read.append(entry.name + ("/" if entry.kind == "folder" else ""))
     files.sort(key=lambda f: (f.arrived_ns, f.name))
     listing = Listing(files, in_progress, tuple(sorted(not_read)), stamp, started, full_at=started)
-    if cursor is not None and not isinstance(folder, Path) and cursor.mark and cursor.below_sum:
-        same = name_sum(f.name for f in files if f.name <= cursor.mark) == cursor.below_sum
-        doubt = cursor.from_mark and not same
-        changed_at = started if doubt else cursor.below_changed_at
-        listing = replace(listing, doubt=doubt, checked=same, below_changed_at=changed_at)
+    if not isinstance(folder, Path):
+        return _objects_listed_whole(listing, cursor)
     if len(not_read) > MAX_SKIPPED:
         return listing
-    if not isinstance(folder, Path):  # the greatest file name: a folder "archive/" may sort after them
-        mark = max((f.name for f in files), default="")
-        sums = name_sum(f.name for f in files)
-        return replace(listing, mark=mark, below=len(files), skipped=listing.not_read, below_sum=sums)
     names = [f.name for f in files] + [n.removesuffix("/") for n in not_read]
     return replace(listing, mark=max(names, default=""), below=len(names), skipped=tuple(sorted(not_read)))
+
+
+def _objects_listed_whole(listing: Listing, cursor: LandingCursor | None) -> Listing:
+    """A whole listing of an object store's folder with the mark it leaves, the greatest *file*
+    name (a folder "archive/" may sort after the files), and, against ``cursor``'s mark, whether
+    the files at or before it are those the cursor summed (each name hashed once)."""
+    files, mark = listing.files, cursor.mark if cursor is not None else ""
+    before = name_sum(f.name for f in files if f.name <= mark)
+    if cursor is not None and cursor.mark and cursor.below_sum:
+        same = before == cursor.below_sum
+        doubt = cursor.from_mark and not same
+        changed_at = listing.started_ns if doubt else cursor.below_changed_at
+        listing = replace(listing, doubt=doubt, checked=same, below_changed_at=changed_at)
+    if len(listing.not_read) > MAX_SKIPPED:
+        return listing
+    total = name_sum((f.name for f in files if f.name > mark), before)
+    greatest = max((f.name for f in files), default="")
+    return replace(listing, mark=greatest, below=len(files), skipped=listing.not_read, below_sum=total)
 
 
 def _from_mark(cursor: LandingCursor, now_ns: int) -> bool:
@@ -174,7 +188,7 @@ def _from_mark(cursor: LandingCursor, now_ns: int) -> bool:
     of the names before it, holds a page of files or more, and no whole listing found the files
     before the mark changed lately."""
     lately = now_ns - cursor.below_changed_at < WHOLE_AFTER_CHANGE_S * 1_000_000_000
-    marked = bool(cursor.mark) and bool(cursor.below_sum) and cursor.below >= START_AFTER_MIN_FILES
+    marked = bool(cursor.mark) and bool(cursor.below_sum) and cursor.below >= FROM_MARK_MIN_FILES
     return marked and not (cursor.below_changed_at and lately)
 
 

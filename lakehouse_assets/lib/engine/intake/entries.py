@@ -25,6 +25,9 @@ _LOG = logging.getLogger(__name__)
 # When a folder's start-after listing last failed in this process: it is not asked for again
 # before FULL_LISTING_S (each request may wait LIST_TIMEOUT_S, and a sensor tick has seconds).
 _FAILED_AT: dict[str, float] = {}
+# An object store's folder is listed from a name (:func:`list_objects_after`) once it holds this
+# many files: below, a whole listing is one request too. The sensors' and freshness listings.
+FROM_MARK_MIN_FILES = 1000
 EntryKind = Literal["file", "folder", "unmatched", "refused", "in_progress"]
 SET_ASIDE_FOLDER = "_set_aside"
 

@@ -16,7 +16,7 @@ replaced by another under its name), when the time asked moves back (a table's f
 and once an hour. A file rewritten in place keeps the arrival it had when first seen.
 
 Object storage lists each object's arrival with its name, 1,000 a request. On S3, once a folder
-holds :data:`OBJECTS_FROM_MARK` files, a listing asks only for the names after the mark
+holds :data:`FROM_MARK_MIN_FILES` files, a listing asks only for the names after the mark
 (``start-after``, one request) and takes the late files at or before it from the memo; every
 :data:`OBJECTS_FULL_LISTING_S` it lists whole, so a name landed before the mark (a producer whose
 names do not follow time) is seen within that time.
@@ -32,7 +32,9 @@ import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lakehouse_assets.lib.engine.intake.cursor import FULL_LISTING_S as OBJECTS_FULL_LISTING_S
 from lakehouse_assets.lib.engine.intake.entries import (
+    FROM_MARK_MIN_FILES,
     Entry,
     list_entries,
     list_objects_after,
@@ -48,10 +50,6 @@ MAX_OTHERS = 1000
 FULL_LISTING_S = 3600
 # A memo holding more late files than this is not stored (a table that never ran waits for all).
 MAX_STORED_LATE = 10_000
-# An object store's folder is listed from its mark once it holds this many files (below, a whole
-# listing is one request too), and whole at least this often.
-OBJECTS_FROM_MARK = 1000
-OBJECTS_FULL_LISTING_S = 300
 _MASK = (1 << 64) - 1
 
 
@@ -138,8 +136,8 @@ class LateFiles:
         """The late files of the object store's ``folder``: from its mark when ``memo`` allows (see
         the module's docstring), else from a whole listing; with the memo to keep."""
         fresh = memo is not None and time.time() - memo.full_at < OBJECTS_FULL_LISTING_S
-        usable = memo is not None and fresh and memo.files >= OBJECTS_FROM_MARK and after_ns >= memo.after_ns
-        listed = list_objects_after(folder, list(globs), memo.mark) if memo is not None and usable else None
+        usable = memo is not None and fresh and memo.files >= FROM_MARK_MIN_FILES and after_ns >= memo.after_ns
+        listed = list_objects_after(folder, globs, memo.mark) if memo is not None and usable else None
         if memo is None or listed is None:
             memo, late, found = _Memo("", 0, [], [], after_ns, {}, time.time()), [], list_entries(folder, globs)
         else:
